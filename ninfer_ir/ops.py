@@ -1,0 +1,690 @@
+"""The closed op set. One op, one small class, with its verifier beside it.
+
+``OPS`` is the read-only name → class table that the parser, the interpreter,
+the emitters and the coverage tests enumerate. Scalar semantics (what ``add``
+or ``cast`` compute) live in ``semantics.py``; this file only says what is
+well-typed.
+"""
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from .ir import Operation
+from .quant import QuantSchema, q4_k, q8_k
+from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal,
+                    f32, index, u8)
+
+
+# -- small checks shared by many ops ------------------------------------------
+
+def _shaped(op, v, what):
+    if not isinstance(v.type, ShapedType):
+        raise op.error(f"{what} must be a tensor or buffer, got {v.type}")
+    return v.type
+
+
+def _scalar(op, v, what):
+    if not isinstance(v.type, ScalarType):
+        raise op.error(f"{what} must be a scalar, got {v.type}")
+    return v.type
+
+
+def _index(op, v, what):
+    if v.type is not index:
+        raise op.error(f"{what} must be of type index, got {v.type}")
+
+
+def _attr(op, key, kind, what):
+    if key not in op.attrs:
+        raise op.error(f"missing attribute '{key}'")
+    val = op.attrs[key]
+    if not isinstance(val, kind) or (kind is int and isinstance(val, bool)):
+        raise op.error(f"attribute '{key}' must be {what}, got {_describe(val)}")
+    return val
+
+
+def _describe(val):
+    if isinstance(val, QuantSchema):
+        return f"the quant schema {val}"
+    if isinstance(val, ScalarType):
+        return f"the dtype {val}"
+    return repr(val)
+
+
+def _n_operands(op, n):
+    if len(op.operands) != n:
+        raise op.error(f"expects {n} operand(s), got {len(op.operands)}")
+
+
+def _n_results(op, n):
+    if len(op.results) != n:
+        raise op.error(f"expects {n} result(s), got {len(op.results)}")
+
+
+def shapes_compatible(a, b) -> bool:
+    """Same rank and every dim provably equal."""
+    return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b))
+
+
+def _order_attr(op):
+    from .sumorder import SumOrder
+    val = op.attrs.get("order", "seq")
+    if not isinstance(val, str):
+        raise op.error(f"attribute 'order' must be a string, got {_describe(val)}")
+    try:
+        SumOrder.parse(val)
+    except ValueError as e:
+        raise op.error(f"bad summation order: {e}") from None
+
+
+# -- functions and constants ---------------------------------------------------
+
+class ReturnOp(Operation):
+    name = "return"
+    pure = False
+    terminator = True
+
+    def verify_(self):
+        _n_results(self, 0)
+
+
+class ConstantOp(Operation):
+    name = "constant"
+
+    def verify_(self):
+        _n_operands(self, 0)
+        _n_results(self, 1)
+        t = self.result.type
+        if not isinstance(t, ScalarType):
+            raise self.error(f"constants are scalars, got {t}")
+        if "value" not in self.attrs:
+            raise self.error("missing attribute 'value'")
+        v = self.attrs["value"]
+        if t is bool_:
+            if not isinstance(v, bool):
+                raise self.error(f"a bool constant needs true or false, got {v!r}")
+        elif t.is_float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise self.error(f"a {t} constant needs a number, got {_describe(v)}")
+        elif t.is_int:
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise self.error(f"a {t} constant needs an integer, got {_describe(v)}")
+            from .semantics import int_range
+            lo, hi = int_range(t)
+            if not lo <= v <= hi:
+                raise self.error(f"{v} does not fit {t}")
+
+
+# -- shapes and views ---------------------------------------------------------
+
+class DimOp(Operation):
+    name = "dim"
+
+    def infer_types(self):
+        return [index]
+
+    def verify_(self):
+        _n_operands(self, 1)
+        t = _shaped(self, self.operands[0], "operand")
+        axis = _attr(self, "axis", int, "an integer")
+        if not 0 <= axis < t.rank:
+            raise self.error(f"axis {axis} out of range for rank {t.rank}")
+
+
+class SubviewOp(Operation):
+    """A view: per source axis ``i`` (one index operand, axis dropped), ``r`` (start,
+    stop, step operands, axis kept) or ``:`` (whole axis). Views of buffers are
+    buffers (writable); views of tensors are tensors."""
+    name = "subview"
+    exact_inference = False    # a dynamic range's length is only known at run time
+
+    def axes(self) -> str:
+        return self.attrs.get("axes", "")
+
+    def infer_types(self):
+        src = self.operands[0].type if self.operands else None
+        if not isinstance(src, ShapedType):
+            return None
+        shape = []
+        k = 1
+        for code, d in zip(self.axes(), src.shape):
+            if code == "i":
+                k += 1
+            elif code == "r":
+                shape.append(_static_range_len(self.operands[k:k + 3], d))
+                k += 3
+            else:
+                shape.append(d)
+        return [type(src)(src.dtype, shape)]
+
+    def verify_(self):
+        if not self.operands:
+            raise self.error("expects a source operand")
+        src = _shaped(self, self.operands[0], "source")
+        axes = _attr(self, "axes", str, "a string of 'i', 'r' and ':'")
+        if len(axes) != src.rank or any(c not in "ir:" for c in axes):
+            raise self.error(f"axes {axes!r} must give one of 'i', 'r', ':' for each of "
+                             f"the {src.rank} source axes")
+        need = 1 + axes.count("i") + 3 * axes.count("r")
+        _n_operands(self, need)
+        for k, v in enumerate(self.operands[1:], 1):
+            _index(self, v, f"operand {k}")
+        _n_results(self, 1)
+        res = self.result.type
+        if type(res) is not type(src):
+            raise self.error(f"a view of a {type(src).__name__} must be one too, got {res}")
+        inferred = self.infer_types()[0]
+        if res.dtype != src.dtype or res.rank != inferred.rank:
+            raise self.error(f"result type {res} does not match the view {inferred}")
+        for got, want in zip(res.shape, inferred.shape):
+            if want is not None and got != want:
+                raise self.error(f"result type {res} does not match the view {inferred}")
+
+
+def _static_range_len(ops, dim):
+    vals = []
+    for v in ops:
+        owner = getattr(v, "op", None)
+        if not isinstance(owner, ConstantOp):
+            return None
+        vals.append(owner.attrs.get("value"))
+    start, stop, step = vals
+    if not isinstance(dim, int) or not all(isinstance(x, int) for x in vals) or step == 0:
+        return None
+    return len(range(*slice(start, stop, step).indices(dim)))
+
+
+class LoadOp(Operation):
+    """One element of a tensor/buffer (all indices given); a rank-0 tensor loads its value."""
+    name = "load"
+
+    def infer_types(self):
+        src = self.operands[0].type if self.operands else None
+        return [src.dtype] if isinstance(src, ShapedType) else None
+
+    def verify_(self):
+        if not self.operands:
+            raise self.error("expects a source operand")
+        src = _shaped(self, self.operands[0], "source")
+        _n_operands(self, 1 + src.rank)
+        for k, v in enumerate(self.operands[1:], 1):
+            _index(self, v, f"index {k - 1}")
+
+
+class StoreOp(Operation):
+    """``store(value, buffer, indices…)``: writes one element of a buffer."""
+    name = "store"
+    pure = False
+
+    def verify_(self):
+        _n_results(self, 0)
+        if len(self.operands) < 2:
+            raise self.error("expects a value and a destination")
+        val = _scalar(self, self.operands[0], "stored value")
+        dst = _shaped(self, self.operands[1], "destination")
+        if not isinstance(dst, BufferType):
+            raise self.error(f"cannot store into the read-only {dst}; stores need a buffer")
+        _n_operands(self, 2 + dst.rank)
+        if val != dst.dtype:
+            raise self.error(f"stored value is {val} but the buffer holds {dst.dtype}")
+        for k, v in enumerate(self.operands[2:]):
+            _index(self, v, f"index {k}")
+
+
+class CopyOp(Operation):
+    """``copy(src, dst)``: writes a whole tensor into a buffer (view) of the same shape."""
+    name = "copy"
+    pure = False
+
+    def verify_(self):
+        _n_operands(self, 2)
+        _n_results(self, 0)
+        src = _shaped(self, self.operands[0], "source")
+        dst = _shaped(self, self.operands[1], "destination")
+        if not isinstance(dst, BufferType):
+            raise self.error(f"cannot store into the read-only {dst}; stores need a buffer")
+        if src.dtype != dst.dtype or src.rank != dst.rank:
+            raise self.error(f"cannot copy {src} into {dst}")
+        for a, b in zip(src.shape, dst.shape):
+            if a is not None and b is not None and not dims_equal(a, b) \
+                    and isinstance(a, int) and isinstance(b, int):
+                raise self.error(f"cannot copy {src} into {dst}: shapes differ")
+
+
+# -- elementwise ------------------------------------------------------------------
+
+def _elementwise_result(op, types):
+    """Common rule: scalars of one dtype, or tensors of one shape, or a tensor and a
+    scalar of its dtype (broadcast). Returns (dtype, shape or None for scalar)."""
+    dtype, shape = None, None
+    for k, t in enumerate(types):
+        if isinstance(t, ShapedType):
+            d = t.dtype
+            if shape is not None and not shapes_compatible(shape, t.shape):
+                raise op.error(f"operand shapes differ: {list(shape)} vs {list(t.shape)}")
+            shape = t.shape
+        elif isinstance(t, ScalarType):
+            d = t
+        else:
+            raise op.error(f"operand {k} has unsupported type {t}")
+        if dtype is not None and d != dtype:
+            raise op.error(f"operand types differ: {dtype} vs {d}")
+        dtype = d
+    return dtype, shape
+
+
+def _make(dtype, shape):
+    return dtype if shape is None else TensorType(dtype, shape)
+
+
+class ElementwiseOp(Operation):
+    arity = 2
+    #: which dtypes the op accepts: "any", "int" (integers and bool) or "num" (no bool)
+    accepts = "any"
+
+    def infer_types(self):
+        if len(self.operands) != self.arity:
+            return None
+        dtype, shape = _elementwise_result(self, [v.type for v in self.operands])
+        return [_make(self._result_dtype(dtype), shape)]
+
+    def _result_dtype(self, dtype):
+        return dtype
+
+    def verify_(self):
+        _n_operands(self, self.arity)
+        _n_results(self, 1)
+        dtype, _ = _elementwise_result(self, [v.type for v in self.operands])
+        if self.accepts == "int" and not (dtype.is_int or dtype is bool_):
+            raise self.error(f"needs integer or bool operands, got {dtype}")
+        if self.accepts == "shift" and not dtype.is_int:
+            raise self.error(f"needs integer operands, got {dtype}")
+        if self.accepts == "num" and dtype is bool_:
+            raise self.error("needs numeric operands, got bool")
+
+
+def _binary(opname, accepts="num", doc=""):
+    return type(opname.capitalize() + "Op", (ElementwiseOp,),
+                {"name": opname, "accepts": accepts, "__doc__": doc})
+
+
+AddOp = _binary("add", doc="x + y (integers wrap; floats round to nearest even)")
+SubOp = _binary("sub", doc="x - y")
+MulOp = _binary("mul", doc="x * y")
+DivOp = _binary("div", doc="x / y (integers: truncating; divisor 0 gives 0)")
+RemOp = _binary("rem", doc="remainder with the sign of x (divisor 0 gives 0)")
+MinOp = _binary("min", doc="minimum (floats: NaN if either is NaN)")
+MaxOp = _binary("max", doc="maximum (floats: NaN if either is NaN)")
+AndOp = _binary("and", "int", "bitwise and")
+OrOp = _binary("or", "int", "bitwise or")
+XorOp = _binary("xor", "int", "bitwise xor")
+ShlOp = _binary("shl", "shift", "shift left (amount >= width gives 0)")
+ShrOp = _binary("shr", "shift", "shift right: arithmetic for signed, logical for unsigned")
+
+
+class NegOp(ElementwiseOp):
+    name = "neg"
+    arity = 1
+    accepts = "num"
+
+
+class AbsOp(ElementwiseOp):
+    name = "abs"
+    arity = 1
+    accepts = "num"
+
+
+class NotOp(ElementwiseOp):
+    """Bitwise not on integers, logical not on bool."""
+    name = "not"
+    arity = 1
+    accepts = "int"
+
+
+CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+class CmpOp(ElementwiseOp):
+    """Comparison; floats compare ordered (any NaN gives false, except ``ne``)."""
+    name = "cmp"
+
+    def _result_dtype(self, dtype):
+        return bool_
+
+    def verify_(self):
+        super().verify_()
+        pred = _attr(self, "pred", str, "a predicate string")
+        if pred not in CMP_PREDICATES:
+            raise self.error(f"unknown predicate {pred!r}; use one of {', '.join(CMP_PREDICATES)}")
+
+
+class SelectOp(Operation):
+    """``select(c, a, b)``: a where c else b (elementwise for tensors)."""
+    name = "select"
+
+    def infer_types(self):
+        if len(self.operands) != 3:
+            return None
+        dtype, shape = _elementwise_result(self, [v.type for v in self.operands[1:]])
+        return [_make(dtype, shape)]
+
+    def verify_(self):
+        _n_operands(self, 3)
+        c = self.operands[0].type
+        cd = c.dtype if isinstance(c, ShapedType) else c
+        if cd is not bool_:
+            raise self.error(f"condition must be bool, got {c}")
+        _, shape = _elementwise_result(self, [v.type for v in self.operands[1:]])
+        if isinstance(c, ShapedType) and (shape is None or not shapes_compatible(c.shape, shape)):
+            raise self.error("condition shape does not match the values")
+
+
+class CastOp(Operation):
+    """Value conversion to ``to``: see semantics.py for the exact rules."""
+    name = "cast"
+
+    def infer_types(self):
+        if len(self.operands) != 1 or not isinstance(self.attrs.get("to"), ScalarType):
+            return None
+        t = self.operands[0].type
+        to = self.attrs["to"]
+        return [t.with_dtype(to) if isinstance(t, ShapedType) else to]
+
+    def verify_(self):
+        _n_operands(self, 1)
+        _attr(self, "to", ScalarType, "a dtype")
+        t = self.operands[0].type
+        if isinstance(t, BufferType):
+            raise self.error("cast takes a tensor or scalar value, not a buffer")
+        if not isinstance(t, (ScalarType, TensorType)):
+            raise self.error(f"cannot cast {t}")
+
+
+class BitcastOp(CastOp):
+    """Reinterpret the bits as ``to`` (same width)."""
+    name = "bitcast"
+
+    def verify_(self):
+        super().verify_()
+        t = self.operands[0].type
+        src = t.dtype if isinstance(t, ShapedType) else t
+        to = self.attrs["to"]
+        if src.bits != to.bits or src is bool_ or to is bool_:
+            raise self.error(f"bitcast needs equal widths, got {src} to {to}")
+
+
+# -- reductions and the ordinary f32 contraction ------------------------------
+
+REDUCE_KINDS = ("add", "mul", "min", "max")
+
+
+class ReduceOp(Operation):
+    """Reduce the last axis (``kind`` add/mul/min/max; floats in the declared ``order``)."""
+    name = "reduce"
+
+    def infer_types(self):
+        if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
+            return None
+        t = self.operands[0].type
+        return [TensorType(t.dtype, t.shape[:-1])] if t.rank else None
+
+    def verify_(self):
+        _n_operands(self, 1)
+        t = _shaped(self, self.operands[0], "operand")
+        if t.rank < 1:
+            raise self.error("needs rank >= 1")
+        kind = _attr(self, "kind", str, "a reduction kind")
+        if kind not in REDUCE_KINDS:
+            raise self.error(f"unknown reduction {kind!r}; use one of {', '.join(REDUCE_KINDS)}")
+        if t.dtype is bool_:
+            raise self.error("cannot reduce bool values")
+        _order_attr(self)
+
+
+class DotOp(Operation):
+    """The ordinary contraction: sum of R(a[i]*b[i]) over two 1-D float vectors, in ``order``."""
+    name = "dot"
+
+    def infer_types(self):
+        if len(self.operands) != 2 or not isinstance(self.operands[0].type, ShapedType):
+            return None
+        return [TensorType(self.operands[0].type.dtype, ())]
+
+    def verify_(self):
+        _n_operands(self, 2)
+        a = _shaped(self, self.operands[0], "lhs")
+        b = _shaped(self, self.operands[1], "rhs")
+        if a.rank != 1 or b.rank != 1:
+            raise self.error(f"dot takes two rank-1 vectors, got {a} and {b}")
+        if a.dtype != b.dtype or not a.dtype.is_float:
+            raise self.error(f"dot takes two float vectors of one dtype, got {a} and {b}")
+        if not dims_equal(a.shape[0], b.shape[0]):
+            raise self.error(f"vector lengths {a.shape[0]} and {b.shape[0]} are not provably equal")
+        _order_attr(self)
+
+
+# -- the two quantized ops (spec §1) -----------------------------------------------
+
+def _format_attr(op, key, want):
+    if key not in op.attrs:
+        raise op.error(f"missing attribute '{key}'")
+    val = op.attrs[key]
+    if not isinstance(val, QuantSchema):
+        raise op.error(f"attribute '{key}' must be a quant schema (I.quant.*), got {_describe(val)}")
+    if val is not want:
+        raise op.error(f"attribute '{key}' must be {want}, got {val}")
+
+
+def _records(op, v, what, dtype, width):
+    t = v.type
+    if not isinstance(t, ShapedType):
+        raise op.error(f"{what} must be a tensor, got {t}")
+    if t.dtype != dtype:
+        raise op.error(f"{what} must have dtype {dtype}, got {t}")
+    if t.rank != 2:
+        raise op.error(f"{what} must be rank 2 [G,{width}] (no batch axes), got {t}")
+    if t.shape[1] != width:
+        raise op.error(f"{what} must have trailing dim {width}, got {t}")
+    return t.shape[0]
+
+
+class QuantizeOp(Operation):
+    """``quantize(values)``: f32[G,256] -> u8[G,292] Q8_K records (spec §4)."""
+    name = "quantize"
+
+    def infer_types(self):
+        if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
+            return None
+        t = self.operands[0].type
+        return [TensorType(u8, (t.shape[0] if t.rank else None, 292))]
+
+    def verify_(self):
+        _n_operands(self, 1)
+        _n_results(self, 1)
+        _format_attr(self, "format", q8_k)
+        g = _records(self, self.operands[0], "values", f32, 256)
+        r = self.result.type
+        if not isinstance(r, TensorType):
+            raise self.error(f"result must be a tensor, got {r}")
+        rg = _records(self, self.result, "result", u8, 292)
+        if not dims_equal(g, rg):
+            raise self.error(f"result G ({rg}) must equal the input's G ({g})")
+
+
+class QuantizedDotOp(Operation):
+    """``quantized_dot(lhs, rhs)``: Q4_K u8[G,144] x Q8_K u8[G,292] -> rank-0 f32 (spec §3)."""
+    name = "quantized_dot"
+
+    def infer_types(self):
+        return [TensorType(f32, ())]
+
+    def verify_(self):
+        _n_operands(self, 2)
+        _n_results(self, 1)
+        _format_attr(self, "lhs_format", q4_k)
+        _format_attr(self, "rhs_format", q8_k)
+        acc = self.attrs.get("acc_dtype")
+        if not isinstance(acc, ScalarType):
+            raise self.error(f"attribute 'acc_dtype' must be a dtype, got {_describe(acc)}")
+        if acc is not f32:
+            raise self.error(f"acc_dtype must be f32, got {acc}")
+        gl = _records(self, self.operands[0], "lhs", u8, 144)
+        gr = _records(self, self.operands[1], "rhs", u8, 292)
+        if not dims_equal(gl, gr):
+            raise self.error(f"lhs and rhs must have the same G, got {gl} and {gr}")
+        _order_attr(self)
+
+
+# -- structured control flow -------------------------------------------------------
+
+class YieldOp(Operation):
+    name = "yield"
+    pure = False
+    terminator = True
+
+    def verify_(self):
+        _n_results(self, 0)
+
+
+class ForOp(Operation):
+    """``for(lb, ub, step, inits…)`` with one region ``^(iv, carried…)`` ending in
+    ``yield(next…)``; results are the final carried values. ``parallel = true`` marks a
+    loop whose iterations are independent (no carried values)."""
+    name = "for"
+    pure = False
+
+    def infer_types(self):
+        return [v.type for v in self.operands[3:]]
+
+    def verify_(self):
+        if len(self.operands) < 3:
+            raise self.error("expects lower bound, upper bound and step")
+        for k, what in enumerate(("lower bound", "upper bound", "step")):
+            _index(self, self.operands[k], what)
+        if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
+            raise self.error("expects one region with one block")
+        body = self.regions[0].block
+        inits = self.operands[3:]
+        if len(body.args) != 1 + len(inits):
+            raise self.error(f"body takes the induction variable and {len(inits)} carried "
+                             f"value(s), got {len(body.args)} argument(s)")
+        if body.args[0].type is not index:
+            raise self.error("the induction variable must be of type index")
+        for a, v in zip(body.args[1:], inits):
+            if a.type != v.type:
+                raise self.error(f"carried value has type {v.type} but the body argument is {a.type}")
+        parallel = self.attrs.get("parallel", False)
+        if not isinstance(parallel, bool):
+            raise self.error("attribute 'parallel' must be true or false")
+        if parallel and inits:
+            raise self.error("a parallel loop (I.prange) cannot carry values between iterations")
+        _check_yield(self, body, [v.type for v in inits])
+
+    @property
+    def body(self):
+        return self.regions[0].block
+
+    @property
+    def parallel(self) -> bool:
+        return bool(self.attrs.get("parallel", False))
+
+
+class IfOp(Operation):
+    """``if(cond)`` with a then and an else region, each ending in ``yield``."""
+    name = "if"
+    pure = False
+
+    def verify_(self):
+        _n_operands(self, 1)
+        if self.operands[0].type is not bool_:
+            raise self.error(f"condition must be a bool scalar, got {self.operands[0].type}")
+        if len(self.regions) != 2 or any(len(r.blocks) != 1 for r in self.regions):
+            raise self.error("expects a then region and an else region, one block each")
+        for r in self.regions:
+            if r.block.args:
+                raise self.error("if regions take no arguments")
+            _check_yield(self, r.block, [v.type for v in self.results])
+
+
+def _check_yield(op, block, types):
+    term = block.terminator
+    if not isinstance(term, YieldOp):
+        raise op.error("region must end with yield")
+    got = [v.type for v in term.operands]
+    if len(got) != len(types):
+        raise op.error(f"yield gives {len(got)} value(s), expected {len(types)}")
+    for g, t in zip(got, types):
+        if g != t:
+            raise op.error(f"yield gives {g}, expected {t}")
+
+
+# -- memory (after materialization) ---------------------------------------------
+
+class AllocOp(Operation):
+    """An invocation-local buffer; one index operand per non-static dim."""
+    name = "alloc"
+    pure = False
+
+    def verify_(self):
+        _n_results(self, 1)
+        t = self.result.type
+        if not isinstance(t, BufferType):
+            raise self.error(f"alloc makes a buffer, got {t}")
+        dyn = sum(1 for d in t.shape if not isinstance(d, int))
+        _n_operands(self, dyn)
+        for k, v in enumerate(self.operands):
+            _index(self, v, f"size {k}")
+
+
+class DeallocOp(Operation):
+    name = "dealloc"
+    pure = False
+
+    def verify_(self):
+        _n_operands(self, 1)
+        _n_results(self, 0)
+        if not isinstance(self.operands[0].type, BufferType):
+            raise self.error("dealloc takes a buffer")
+
+
+class QuantizeIntoOp(Operation):
+    """``quantize_into(values, dst)``: quantize written into a buffer (destination form)."""
+    name = "quantize_into"
+    pure = False
+
+    def verify_(self):
+        _n_operands(self, 2)
+        _n_results(self, 0)
+        _format_attr(self, "format", q8_k)
+        g = _records(self, self.operands[0], "values", f32, 256)
+        dst = self.operands[1].type
+        if not isinstance(dst, BufferType):
+            raise self.error(f"destination must be a buffer, got {dst}")
+        dg = _records(self, self.operands[1], "destination", u8, 292)
+        if not dims_equal(g, dg):
+            raise self.error(f"destination G ({dg}) must equal the input's G ({g})")
+
+
+class CheckOp(Operation):
+    """``check(cond) {message = "..."}``: if cond is false the kernel stops and the
+    launcher raises ``I.DomainError`` with the message (e.g. an index out of range)."""
+    name = "check"
+    pure = False
+
+    def verify_(self):
+        _n_operands(self, 1)
+        _n_results(self, 0)
+        if self.operands[0].type is not bool_:
+            raise self.error(f"condition must be a bool scalar, got {self.operands[0].type}")
+        _attr(self, "message", str, "a string")
+
+
+from .ir import FuncOp  # noqa: E402  (func is an op like the others)
+
+OPS = MappingProxyType({cls.name: cls for cls in (
+    FuncOp, ReturnOp, ConstantOp, DimOp, SubviewOp, LoadOp, StoreOp, CopyOp,
+    AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp, XorOp, ShlOp, ShrOp,
+    NegOp, AbsOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
+    QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,
+    CheckOp,
+)})
