@@ -106,7 +106,7 @@ class SumOrder:
                              f"got {_describe(v2d)}")
         x = v2d
         with np.errstate(all="ignore"):
-            if self.chunk is not None and self.chunk < x.shape[1]:
+            if self.chunk is not None:
                 x = _chunk_sums(x, self.chunk)
             return _tree_rows(x) if self.tree else _seq_rows(x)
 
@@ -152,6 +152,8 @@ def _chunk_sums(x: np.ndarray, k: int) -> np.ndarray:
         parts.append(np.add.accumulate(body, axis=2, dtype=np.float32)[:, :, -1])
     if length % k:
         parts.append(_seq_rows(x[:, full * k:])[:, np.newaxis])
+    if not parts:
+        return np.zeros((n, 0), dtype=np.float32)
     return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
 
 
