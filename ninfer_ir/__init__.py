@@ -1,6 +1,18 @@
 """ninfer_ir: a small, exact, fast compiler for quantized tensor programs.
 
     import ninfer_ir as I
+
+    @I.kernel
+    def q4k_gemv(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
+                 y: I.Buffer[I.f32, "N"]):
+        xq = I.quantize(x, format=I.quant.q8_k)
+        for n in I.range(w.shape[0]):
+            y[n] = I.quantized_dot(w[n], xq, lhs_format=I.quant.q4_k,
+                                   rhs_format=I.quant.q8_k, acc_dtype=I.f32)
+
+    print(q4k_gemv.ir)                       # textual SSA IR
+    I.interpret(q4k_gemv, w, x, y)           # the oracle
+    I.compile(q4k_gemv, target="cpu")(w, x, y)
 """
 from .errors import (NinferError, DSLError, ParseError, VerifyError, DomainError,
                      TargetUnavailable)
@@ -11,6 +23,10 @@ from .ir import Module, FuncOp, Operation, Block, Region, Value
 from .ops import OPS
 from .builder import Builder
 from .printer import print_module
+from .api import interpret, lower, compile, emit
+from . import formats
+
+__version__ = "0.1.0"
 
 
 def parse(text: str, verify: bool = True) -> Module:
@@ -21,3 +37,60 @@ def parse(text: str, verify: bool = True) -> Module:
 
 def verify(module: Module) -> Module:
     return module.verify()
+
+
+# -- eager forms of the DSL's calls (inside a kernel the frontend reads the same names) --
+
+def quantize(values, format=None):
+    """Q8_K-quantize f32 ``[G,256]`` rows into u8 ``[G,292]`` records (spec §4)."""
+    from backends.interp.eager import quantize as _f
+    return _f(values, format=format)
+
+
+def quantized_dot(lhs, rhs, lhs_format=None, rhs_format=None, acc_dtype=None, order="seq"):
+    """Q4_K ``[G,144]`` x Q8_K ``[G,292]`` records -> rank-0 f32 (spec §3)."""
+    from backends.interp.eager import quantized_dot as _f
+    return _f(lhs, rhs, lhs_format=lhs_format, rhs_format=rhs_format, acc_dtype=acc_dtype,
+              order=order)
+
+
+def dot(lhs, rhs, order="seq"):
+    """The ordinary contraction of two float vectors, summed in ``order``."""
+    from backends.interp.eager import dot as _f
+    return _f(lhs, rhs, order=order)
+
+
+def reduce(x, kind, order="seq"):
+    """Reduce the last axis with ``kind`` add/mul/min/max (floats summed in ``order``)."""
+    from backends.interp.eager import reduce as _f
+    return _f(x, kind=kind, order=order)
+
+
+def sum(x, order="seq"):
+    return reduce(x, "add", order)
+
+
+def prod(x, order="seq"):
+    return reduce(x, "mul", order)
+
+
+def max(x):
+    return reduce(x, "max")
+
+
+def min(x):
+    return reduce(x, "min")
+
+
+def cast(x, dtype):
+    from backends.interp.eager import cast as _f
+    return _f(x, dtype)
+
+
+def bitcast(x, dtype):
+    from backends.interp.eager import bitcast as _f
+    return _f(x, dtype)
+
+
+# -- the DSL (frontend) ----------------------------------------------------------------
+from frontend.dsl import kernel, Tensor, Buffer, range, prange  # noqa: E402,F401

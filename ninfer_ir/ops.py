@@ -11,7 +11,7 @@ from types import MappingProxyType
 
 from .ir import Operation
 from .quant import QuantSchema, q4_k, q8_k
-from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal,
+from .types import (BufferType, ScalarType, ShapedType, TensorType, bf16, bool_, dims_equal,
                     f32, index, u8)
 
 
@@ -49,6 +49,11 @@ def _describe(val):
     if isinstance(val, ScalarType):
         return f"the dtype {val}"
     return repr(val)
+
+
+def _no_bf16(op, dtype):
+    if dtype is bf16:
+        raise op.error("bf16 values are only cast or bitcast; cast to f32 to compute")
 
 
 def _n_operands(op, n):
@@ -295,6 +300,7 @@ class ElementwiseOp(Operation):
         _n_operands(self, self.arity)
         _n_results(self, 1)
         dtype, _ = _elementwise_result(self, [v.type for v in self.operands])
+        _no_bf16(self, dtype)
         if self.accepts == "int" and not (dtype.is_int or dtype is bool_):
             raise self.error(f"needs integer or bool operands, got {dtype}")
         if self.accepts == "shift" and not dtype.is_int:
@@ -438,6 +444,7 @@ class ReduceOp(Operation):
             raise self.error(f"unknown reduction {kind!r}; use one of {', '.join(REDUCE_KINDS)}")
         if t.dtype is bool_:
             raise self.error("cannot reduce bool values")
+        _no_bf16(self, t.dtype)
         _order_attr(self)
 
 
@@ -458,6 +465,7 @@ class DotOp(Operation):
             raise self.error(f"dot takes two rank-1 vectors, got {a} and {b}")
         if a.dtype != b.dtype or not a.dtype.is_float:
             raise self.error(f"dot takes two float vectors of one dtype, got {a} and {b}")
+        _no_bf16(self, a.dtype)
         if not dims_equal(a.shape[0], b.shape[0]):
             raise self.error(f"vector lengths {a.shape[0]} and {b.shape[0]} are not provably equal")
         _order_attr(self)

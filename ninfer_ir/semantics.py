@@ -23,9 +23,6 @@ import numpy as np
 
 from .types import ScalarType, bf16, bool_, index
 
-_INT_KINDS = ("int", "uint", "index")
-
-
 def int_range(t: ScalarType) -> tuple[int, int]:
     if t.kind == "uint":
         return 0, (1 << t.bits) - 1
@@ -182,7 +179,7 @@ def _abs(a, t):
     if t.is_float:
         return np.abs(a)
     if t.kind == "uint":
-        return a
+        return a.copy()
     return np.where(a < 0, _neg(a, t), a).astype(t.np_dtype)
 
 
@@ -274,7 +271,8 @@ def _f32_type():
 
 
 def bitcast(x, src: ScalarType, to: ScalarType):
-    return np.ascontiguousarray(_as(x, src)).view(to.np_dtype)
+    a = _as(x, src)
+    return np.ascontiguousarray(a).view(to.np_dtype).reshape(a.shape)
 
 
 def to_python(value, t: ScalarType):

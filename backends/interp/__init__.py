@@ -1,0 +1,7 @@
+"""The numpy oracle: the IR interpreter, the eager forms of the DSL calls and the
+bit-exact numerics of the quantized ops (``quantops``)."""
+from .eager import bind_arguments, bitcast, cast, dot, quantize, quantized_dot, reduce
+from .interpreter import RULES, InterpretedKernel, interpret
+
+__all__ = ["interpret", "InterpretedKernel", "RULES", "bind_arguments", "quantize",
+           "quantized_dot", "dot", "reduce", "cast", "bitcast"]

@@ -1,0 +1,398 @@
+"""The numpy side of the oracle: the eager forms of the DSL calls, the numerics they
+share with the interpreter, and the checks of numpy arguments against IR types
+(``bind_arguments``, the interpreter's call boundary).
+
+``quantize``, ``quantized_dot``, ``dot``, ``reduce``, ``cast`` and ``bitcast`` check
+their arguments the way the verifier checks the op (same wording, raised as
+``VerifyError``) and then call exactly the functions the interpreter's rules call:
+``quantops`` for the two quantized ops, ``semantics`` for every scalar rule, and
+``dot_values`` / ``reduce_values`` below for the ordered contractions. A bad run-time
+value (NaN into quantize) raises ``DomainError``. Inputs are only read.
+
+Ordered folds: a float ``add`` over f32 is evaluated by ``SumOrder.evaluate_rows``;
+every other ordered float fold (f16/f64 sums, float products) uses the same
+parenthesization with the op's ``semantics`` rule as the combining step. Integer
+folds and ``min``/``max`` are associative, so their order is immaterial. An empty
+fold gives the identity: ``+0`` for add, ``1`` for mul, ``+inf``/``-inf`` (floats)
+or the type's largest/smallest value (integers) for min/max.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from ninfer_ir import semantics
+from ninfer_ir.errors import VerifyError
+from ninfer_ir.quant import QuantSchema, q4_k, q8_k
+from ninfer_ir.sumorder import SumOrder
+from ninfer_ir.types import BufferType, ScalarType, bf16, bool_, f32, f64, from_numpy, i64
+
+from . import quantops
+
+__all__ = ["quantize", "quantized_dot", "dot", "reduce", "cast", "bitcast",
+           "sum_order", "dot_values", "reduce_values", "bind_arguments", "REDUCE_KINDS"]
+
+REDUCE_KINDS = ("add", "mul", "min", "max")
+
+
+# --- shared numerics (used by the interpreter's rules) -------------------------
+
+@lru_cache(maxsize=64)
+def _parse_order(text: str) -> SumOrder:
+    return SumOrder.parse(text)
+
+
+def sum_order(order) -> SumOrder:
+    """A ``SumOrder`` from an order attribute (its text) or a ``SumOrder``."""
+    if isinstance(order, SumOrder):
+        return order
+    return _parse_order(order)
+
+
+def _seq_fold(x: np.ndarray, combine) -> np.ndarray:
+    """Left-to-right fold over the last axis (length >= 1)."""
+    acc = x[..., 0]
+    for j in range(1, x.shape[-1]):
+        acc = combine(acc, x[..., j])
+    return np.asarray(acc)
+
+
+def _tree_fold(x: np.ndarray, combine) -> np.ndarray:
+    """Adjacent-pair tree over the last axis of a 2-D array (length >= 1)."""
+    cur = x
+    while cur.shape[1] > 1:
+        width = cur.shape[1]
+        pairs = combine(cur[:, 0:width - 1:2], cur[:, 1:width:2])
+        if width % 2:
+            pairs = np.concatenate([pairs, cur[:, width - 1:]], axis=1)
+        cur = pairs
+    return cur[:, 0]
+
+
+def _ordered_rows(x: np.ndarray, order: SumOrder, combine) -> np.ndarray:
+    """Fold each row of a 2-D ``[n, L]`` array (L >= 1) in the parenthesization ``order``."""
+    if order.chunk is not None:
+        n, length = x.shape
+        k = order.chunk
+        full = length // k
+        parts = []
+        if full:
+            parts.append(_seq_fold(x[:, :full * k].reshape(n, full, k), combine))
+        if length % k:
+            parts.append(_seq_fold(x[:, full * k:], combine)[:, np.newaxis])
+        x = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+    return _tree_fold(x, combine) if order.tree else _seq_fold(x, combine)
+
+
+def _identity(kind: str, t: ScalarType):
+    if kind == "add":
+        return 0
+    if kind == "mul":
+        return 1
+    if t.is_float:
+        return np.inf if kind == "min" else -np.inf
+    lo, hi = semantics.int_range(t)
+    return hi if kind == "min" else lo
+
+
+def _rows(kind: str, x2d: np.ndarray, t: ScalarType, order: SumOrder) -> np.ndarray:
+    """Reduce each row of a 2-D array of dtype ``t``; returns a 1-D array of ``t``."""
+    n, length = x2d.shape
+    if length == 0:
+        return np.full(n, _identity(kind, t), dtype=t.np_dtype)
+    if kind == "add" and t is f32:
+        return order.evaluate_rows(x2d)
+
+    def combine(a, b):
+        return semantics.binary(kind, a, b, t)
+
+    if t.is_float and kind in ("add", "mul"):
+        return _ordered_rows(x2d, order, combine)
+    return _tree_fold(x2d, combine)       # associative: any order gives the same value
+
+
+def reduce_values(x: np.ndarray, kind: str, t: ScalarType, order) -> np.ndarray:
+    """Reduce the last axis of ``x`` (dtype ``t``) with ``kind`` in ``order``."""
+    lead = x.shape[:-1]
+    x2d = x.reshape(int(np.prod(lead, dtype=np.int64)), x.shape[-1])
+    out = _rows(kind, x2d, t, sum_order(order))
+    return np.array(out, dtype=t.np_dtype).reshape(lead)      # a new array, never a view
+
+
+def dot_values(a: np.ndarray, b: np.ndarray, t: ScalarType, order) -> np.ndarray:
+    """Sum of the rounded products ``a[i]*b[i]`` in ``order``; a rank-0 array of ``t``."""
+    products = semantics.binary("mul", a, b, t)
+    out = _rows("add", products.reshape(1, -1), t, sum_order(order))
+    return np.asarray(out[0], dtype=t.np_dtype).reshape(())
+
+
+# --- argument checks in the verifier's words -------------------------------------
+
+def _describe(val) -> str:
+    if isinstance(val, QuantSchema):
+        return f"the quant schema {val}"
+    if isinstance(val, ScalarType):
+        return f"the dtype {val}"
+    if isinstance(val, np.ndarray):
+        return f"an array {val.dtype}[{','.join(map(str, val.shape))}]"
+    return repr(val)
+
+
+def _fail(op: str, message: str) -> VerifyError:
+    return VerifyError(f"'{op}': {message}")
+
+
+def _format(op: str, key: str, val, want: QuantSchema) -> None:
+    if val is None:
+        raise _fail(op, f"missing attribute '{key}'")
+    if not isinstance(val, QuantSchema):
+        raise _fail(op, f"attribute '{key}' must be a quant schema (I.quant.*), "
+                        f"got {_describe(val)}")
+    if val is not want:
+        raise _fail(op, f"attribute '{key}' must be {want}, got {val}")
+
+
+def _order(op: str, order) -> SumOrder:
+    if isinstance(order, SumOrder):
+        return order
+    if not isinstance(order, str):
+        raise _fail(op, f"attribute 'order' must be a string, got {_describe(order)}")
+    try:
+        return sum_order(order)
+    except ValueError as e:
+        raise _fail(op, f"bad summation order: {e}") from None
+
+
+def _dtype_attr(op: str, key: str, val) -> ScalarType:
+    if not isinstance(val, ScalarType):
+        raise _fail(op, f"attribute '{key}' must be a dtype, got {_describe(val)}")
+    return val
+
+
+def _array(op: str, what: str, x) -> np.ndarray:
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    if not isinstance(x, np.ndarray):
+        raise _fail(op, f"{what} must be a numpy array or scalar, got {type(x).__name__}")
+    return x
+
+
+def _source_dtype(op: str, x: np.ndarray, src) -> ScalarType:
+    if src is None:
+        t = from_numpy(x.dtype)
+        if t is None:
+            raise _fail(op, f"arrays of numpy dtype {x.dtype} have no IR dtype")
+        return t
+    src = _dtype_attr(op, "src", src)
+    if x.dtype != src.np_dtype:
+        raise _fail(op, f"src = {src} needs numpy dtype {src.np_dtype}, got {x.dtype}")
+    return src
+
+
+# --- the eager calls ---------------------------------------------------------------
+
+def quantize(values, format=None) -> np.ndarray:
+    """``I.quantize(values, format=I.quant.q8_k)``: f32 ``[G,256]`` -> new u8 ``[G,292]``."""
+    _format("quantize", "format", format, q8_k)
+    return quantops.quantize_q8k(values)
+
+
+def quantized_dot(lhs, rhs, lhs_format=None, rhs_format=None, acc_dtype=None,
+                  order="seq") -> np.ndarray:
+    """Q4_K u8 ``[G,144]`` x Q8_K u8 ``[G,292]`` -> rank-0 f32, summed in ``order``."""
+    _format("quantized_dot", "lhs_format", lhs_format, q4_k)
+    _format("quantized_dot", "rhs_format", rhs_format, q8_k)
+    acc = _dtype_attr("quantized_dot", "acc_dtype", acc_dtype)
+    if acc is not f32:
+        raise _fail("quantized_dot", f"acc_dtype must be f32, got {acc}")
+    return quantops.quantized_dot_q4k_q8k(lhs, rhs, order=_order("quantized_dot", order))
+
+
+def dot(lhs, rhs, order="seq") -> np.ndarray:
+    """Sum of ``R(lhs[i]*rhs[i])`` over two 1-D float arrays of one dtype, in ``order``."""
+    a, b = _array("dot", "lhs", lhs), _array("dot", "rhs", rhs)
+    if a.ndim != 1 or b.ndim != 1:
+        raise _fail("dot", f"dot takes two rank-1 vectors, got {_describe(a)} and {_describe(b)}")
+    t = from_numpy(a.dtype)
+    if a.dtype != b.dtype or t is None or not t.is_float:
+        raise _fail("dot", f"dot takes two float vectors of one dtype, got {_describe(a)} "
+                           f"and {_describe(b)}")
+    if a.shape != b.shape:
+        raise _fail("dot", f"vector lengths {a.shape[0]} and {b.shape[0]} differ")
+    return dot_values(a, b, t, _order("dot", order))
+
+
+def reduce(x, kind=None, order="seq") -> np.ndarray:
+    """Reduce the last axis of ``x`` with ``kind`` (add/mul/min/max) in ``order``."""
+    x = _array("reduce", "operand", x)
+    if x.ndim < 1:
+        raise _fail("reduce", "needs rank >= 1")
+    if kind is None:
+        raise _fail("reduce", "missing attribute 'kind'")
+    if kind not in REDUCE_KINDS:
+        raise _fail("reduce", f"unknown reduction {kind!r}; use one of {', '.join(REDUCE_KINDS)}")
+    t = _source_dtype("reduce", x, None)
+    if t is bool_:
+        raise _fail("reduce", "cannot reduce bool values")
+    return reduce_values(x, kind, t, _order("reduce", order))
+
+
+def _python_scalar(x):
+    """A Python bool/int/float as the kernel frontend types a constant: bool, i64, f64."""
+    if isinstance(x, bool):
+        return np.asarray(x), bool_
+    if isinstance(x, int):
+        if not -(1 << 63) <= x < (1 << 63):
+            raise _fail("cast", f"{x} does not fit i64")
+        return np.asarray(x, dtype=np.int64), i64
+    return np.asarray(x, dtype=np.float64), f64
+
+
+def cast(x, dtype, src=None) -> np.ndarray:
+    """Value conversion to ``dtype`` (``semantics.cast``). A Python bool, int or float
+    converts from bool, i64 or f64; ``src = I.bf16`` reads u16 words as bf16. Returns
+    a new array (rank 0 for a scalar)."""
+    to = _dtype_attr("cast", "to", dtype)
+    if isinstance(x, (bool, int, float)) and src is None:
+        x, s = _python_scalar(x)
+    else:
+        x = _array("cast", "operand", x)
+        s = _source_dtype("cast", x, src)
+    return np.array(semantics.cast(x, s, to), dtype=to.np_dtype)
+
+
+def bitcast(x, dtype, src=None) -> np.ndarray:
+    """Reinterpret the bits of ``x`` as ``dtype`` (equal widths, no bool)."""
+    to = _dtype_attr("bitcast", "to", dtype)
+    if isinstance(x, (bool, int, float)):
+        raise _fail("bitcast", f"a Python {type(x).__name__} has no bit pattern; type it "
+                               f"with I.cast first")
+    x = _array("bitcast", "operand", x)
+    s = _source_dtype("bitcast", x, src)
+    if s.bits != to.bits or s is bool_ or to is bool_:
+        raise _fail("bitcast", f"bitcast needs equal widths, got {s} to {to}")
+    return np.array(semantics.bitcast(x, s, to)).reshape(x.shape)
+
+
+# --- the call boundary: numpy arguments against a function's parameters ----------
+
+_MISSING = object()
+
+
+def _param_name(func, k):
+    hint = func.args[k].name_hint
+    return f"argument {k} (%{hint})" if hint else f"argument {k}"
+
+
+def _scalar_arg(func, k, t, value):
+    where = f"@{func.sym_name}: {_param_name(func, k)}"
+    if isinstance(value, (np.ndarray, np.generic)):
+        if value.shape != () or value.dtype != t.np_dtype:
+            raise VerifyError(f"{where} must be a {t} scalar (numpy {t.np_dtype}), got "
+                              f"{value.dtype}[{','.join(map(str, value.shape))}]")
+        return np.array(value)
+    if isinstance(value, bool):
+        if t is not bool_:
+            raise VerifyError(f"{where} must be a {t} scalar, got the Python bool {value}")
+        return np.asarray(value)
+    if isinstance(value, int) and t.is_int:
+        lo, hi = semantics.int_range(t)
+        if not lo <= value <= hi:
+            raise VerifyError(f"{where}: {value} does not fit {t}")
+        return np.asarray(value, dtype=t.np_dtype)
+    if isinstance(value, float) and t.is_float and t is not bf16:
+        v = np.asarray(value, dtype=t.np_dtype)
+        if not (float(v) == value or (value != value and v != v)):
+            raise VerifyError(f"{where}: the Python float {value!r} is not exactly a {t}; "
+                              f"pass a numpy {t.np_dtype} scalar")
+        return v
+    raise VerifyError(f"{where} must be a {t} scalar, got {type(value).__name__}")
+
+
+def _shaped_arg(func, k, t, value, symbols):
+    where = f"@{func.sym_name}: {_param_name(func, k)}"
+    if not isinstance(value, np.ndarray):
+        raise VerifyError(f"{where} must be a numpy array for {t}, got {type(value).__name__}")
+    if value.dtype != t.dtype.np_dtype:
+        raise VerifyError(f"{where} must have numpy dtype {t.dtype.np_dtype} for {t}, "
+                          f"got {value.dtype}")
+    if value.ndim != t.rank:
+        raise VerifyError(f"{where} must have rank {t.rank} for {t}, got shape "
+                          f"{list(value.shape)}")
+    for axis, (d, n) in enumerate(zip(t.shape, value.shape)):
+        if isinstance(d, int) and d != n:
+            raise VerifyError(f"{where}: axis {axis} must be {d} for {t}, got shape "
+                              f"{list(value.shape)}")
+        if isinstance(d, str):
+            bound = symbols.setdefault(d, (n, f"{_param_name(func, k)} axis {axis}"))
+            if bound[0] != n:
+                raise VerifyError(f"{where}: symbol {d} is {bound[0]} (from {bound[1]}) but "
+                                  f"axis {axis} is {n}")
+    if isinstance(t, BufferType):
+        if not value.flags.writeable:
+            raise VerifyError(f"{where} is read-only but {t} is written")
+        return value
+    view = value.view()
+    view.flags.writeable = False
+    return view
+
+
+def _output_buffer(func, k, t, symbols):
+    shape = []
+    for d in t.shape:
+        if isinstance(d, str) and d in symbols:
+            d = symbols[d][0]
+        if not isinstance(d, int):
+            raise VerifyError(f"@{func.sym_name}: cannot allocate the output "
+                              f"{_param_name(func, k)} of type {t}: its size is not known "
+                              f"from the inputs; pass it explicitly")
+        shape.append(d)
+    return np.zeros(shape, dtype=t.dtype.np_dtype)
+
+
+def bind_arguments(func, args, kwargs):
+    """Check a call against ``func``'s parameters.
+
+    Returns ``(values, symbols, outputs)``: the parameter values (read-only views for
+    tensors), the symbol bindings ``name -> (size, where)`` and the indices of the
+    output buffers allocated here (empty unless the call left them out).
+    """
+    params = func.args
+    n_out = func.attrs.get("returns", 0)
+    if (isinstance(n_out, bool) or not isinstance(n_out, int) or not 0 <= n_out <= len(params)
+            or not all(isinstance(p.type, BufferType) for p in params[len(params) - n_out:])):
+        raise VerifyError(f"@{func.sym_name}: attribute 'returns' must count trailing buffer "
+                          f"parameters, got {n_out!r}")
+    given = list(args)
+    if len(given) > len(params):
+        raise VerifyError(f"@{func.sym_name} takes {len(params)} argument(s), got {len(given)}")
+    names = {p.name_hint: k for k, p in enumerate(params) if p.name_hint}
+    slots = given + [_MISSING] * (len(params) - len(given))
+    for key, value in kwargs.items():
+        k = names.get(key)
+        if k is None:
+            raise VerifyError(f"@{func.sym_name} has no parameter %{key}")
+        if slots[k] is not _MISSING:
+            raise VerifyError(f"@{func.sym_name}: {_param_name(func, k)} is given twice")
+        slots[k] = value
+    missing = [k for k, v in enumerate(slots) if v is _MISSING]
+    outputs = list(range(len(params) - n_out, len(params)))
+    if not missing or (n_out and missing == outputs):
+        outputs = outputs if missing else []
+    else:
+        raise VerifyError(f"@{func.sym_name}: missing "
+                          + ", ".join(_param_name(func, k) for k in missing))
+    symbols = {}
+    values = []
+    for k, (p, v) in enumerate(zip(params, slots)):
+        if k in outputs:
+            values.append(None)
+        elif isinstance(p.type, ScalarType):
+            values.append(_scalar_arg(func, k, p.type, v))
+        else:
+            values.append(_shaped_arg(func, k, p.type, v, symbols))
+    for k in outputs:
+        values[k] = _output_buffer(func, k, params[k].type, symbols)
+    return values, symbols, outputs
+
