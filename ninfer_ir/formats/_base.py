@@ -88,7 +88,8 @@ class Format:
     def encode(self, source, *, method: str, **options):
         """Produce this format's words from ``source`` with the named conversion method."""
         if isinstance(method, str) and method in self._refusals:
-            raise FormatError(f"{self.name}: {method} refuses this target; {self._refusals[method]}")
+            raise FormatError(f"{self.name}: {method} refuses this target; "
+                              f"{self._refusals[method]}")
         if not isinstance(method, str) or method not in self._methods:
             raise FormatError(f"{self.name}: unknown conversion method {method!r}; "
                               f"this format accepts {', '.join(self._methods)}")
@@ -117,11 +118,6 @@ def owned(a: np.ndarray, dtype) -> np.ndarray:
 def require_dtype(fmt_name: str, what: str, a: np.ndarray, dtype) -> None:
     if a.dtype != np.dtype(dtype):
         raise FormatError(f"{fmt_name}: {what} must have dtype {np.dtype(dtype)}, got {a.dtype}")
-
-
-def require_shape(fmt_name: str, what: str, a: np.ndarray, shape: tuple[int, ...]) -> None:
-    if a.shape != tuple(shape):
-        raise FormatError(f"{fmt_name}: {what} must have shape {tuple(shape)}, got {a.shape}")
 
 
 def first_index(mask: np.ndarray) -> tuple[int, ...]:

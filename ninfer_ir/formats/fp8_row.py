@@ -51,11 +51,18 @@ class RowScale:
         return words.astype(np.uint16).view(self.dtype)
 
 
+def _f16_words_to_f32(words: np.ndarray) -> np.ndarray:
+    return words.view(np.float16).astype(np.float32)
+
+
+def _f32_to_f16_words(values: np.ndarray) -> np.ndarray:
+    return f32_to_f16(values).view(np.uint16)
+
+
 BF16_ROW_SCALE = RowScale("bf16", np.dtype(np.uint16), "bfloat16", 0x7F80, BF16_MIN_SUBNORMAL,
                           bf16_to_f32, f32_to_bf16)
 FP16_ROW_SCALE = RowScale("fp16", np.dtype(np.float16), "float16", 0x7C00, F16_MIN_SUBNORMAL,
-                          lambda w: w.view(np.float16).astype(np.float32),
-                          lambda x: f32_to_f16(x).view(np.uint16))
+                          _f16_words_to_f32, _f32_to_f16_words)
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +93,8 @@ class RowScaledCodes:
 
     def rows(self, index) -> "RowScaledCodes":
         """Rows ``index`` (slice or integer array) of both planes."""
+        if isinstance(index, tuple):
+            raise FormatError(f"{self.format.name}: rows() indexes the first axis only")
         if isinstance(index, (int, np.integer)):
             index = slice(int(index), int(index) + 1 or None)
         return RowScaledCodes(self.format, self.codes[index], self.scales[index], self.provenance)

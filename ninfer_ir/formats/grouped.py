@@ -118,8 +118,9 @@ class GroupedCodes:
     def rows(self, index) -> "GroupedCodes":
         """The rows ``index`` (a slice, an integer array or a list) of the first axis;
         groups never cross rows, so this is a plain view or gather of both planes."""
-        if self.codes.ndim < 2:
-            raise FormatError(f"{self.format.name}: a rank-1 tensor has no rows")
+        if self.codes.ndim < 2 or isinstance(index, tuple):
+            raise FormatError(f"{self.format.name}: rows() indexes the first axis of a "
+                              f"tensor of rank >= 2, got {index!r} for {self.codes.shape}")
         if isinstance(index, (int, np.integer)):
             index = slice(int(index), int(index) + 1 or None)
         return GroupedCodes(self.format, self.codes[index], self.scales[index], self.provenance)

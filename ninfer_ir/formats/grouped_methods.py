@@ -21,8 +21,8 @@ Candidates, in the order they are tried:
 3. the max-abs scale times 1/4, 1/2 and 2;
 4. the two binary16 neighbours of the max-abs scale;
 5. the weighted least-squares scale ``sum(imp*x*q) / sum(imp*q*q)`` of the
-   max-abs codes;
-6. finally the least-squares scale of the winning codes and its two binary16
+   max-abs codes, and its two binary16 neighbours;
+6. finally the least-squares scale of the winning codes, and its two binary16
    neighbours.
 
 Computed candidates (1, 2, 3, 5, 6) round through binary32 to binary16 with the
@@ -115,7 +115,8 @@ def _weighted_error(x64, w64, scales, codes) -> np.ndarray:
     return np.sum(w64 * residual * residual, axis=-1)
 
 
-def _least_squares(fmt, x64, w64, codes) -> np.ndarray:
+def _least_squares(x64, w64, codes) -> np.ndarray:
+    """Binary16 weighted least-squares scales of fixed codes (0 where undefined)."""
     num = np.sum(w64 * x64 * codes, axis=-1)
     den = np.sum(w64 * codes * codes, axis=-1)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -156,9 +157,9 @@ def _search_chunk(fmt, x32, w64, negative_scales):
     with np.errstate(over="ignore"):
         candidates = [round_scales(c) for c in computed]
     candidates += _neighbours(maxabs_scale)
-    candidates.append(_least_squares(fmt, x64, w64, best_codes))
-    contest(candidates)
-    refit = _least_squares(fmt, x64, w64, best_codes)
+    fit = _least_squares(x64, w64, best_codes)
+    contest([*candidates, fit, *_neighbours(fit)])
+    refit = _least_squares(x64, w64, best_codes)
     contest([refit, *_neighbours(refit)])
     return best_scale, best_codes
 
