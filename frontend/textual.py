@@ -195,8 +195,11 @@ class _Builder:
             tok = t.children[0]
             schema = SCHEMAS.get(str(tok))
             if schema is None:
-                raise _err(tok, f"unknown quant schema #{tok}; the closed set is "
-                                f"{', '.join('#' + n for n in SCHEMAS)}")
+                from ninfer_ir import formats
+                if str(tok) in formats.names():
+                    return formats.get(str(tok))
+                raise _err(tok, f"unknown quant schema or format #{tok}; the quant schemas "
+                                f"are {', '.join('#' + n for n in SCHEMAS)}")
             return schema
         if kind == "list_attr":
             return [self.attrval(c) for c in t.children]

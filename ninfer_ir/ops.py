@@ -12,7 +12,7 @@ from types import MappingProxyType
 from .ir import Operation
 from .quant import QuantSchema, q4_k, q8_k
 from .types import (BufferType, ScalarType, ShapedType, TensorType, bf16, bool_, dims_equal,
-                    f32, index, u8)
+                    f16, f32, index, u8)
 
 
 # -- small checks shared by many ops ------------------------------------------
@@ -46,6 +46,8 @@ def _attr(op, key, kind, what):
 def _describe(val):
     if isinstance(val, QuantSchema):
         return f"the quant schema {val}"
+    if _is_format(val):
+        return f"the format {val.name}"
     if isinstance(val, ScalarType):
         return f"the dtype {val}"
     return repr(val)
@@ -54,6 +56,11 @@ def _describe(val):
 def _no_bf16(op, dtype):
     if dtype is bf16:
         raise op.error("bf16 values are only cast or bitcast; cast to f32 to compute")
+
+
+def _is_format(val):
+    from .formats import Format
+    return isinstance(val, Format)
 
 
 def _n_operands(op, n):
@@ -673,6 +680,51 @@ class QuantizeIntoOp(Operation):
             raise self.error(f"destination G ({dg}) must equal the input's G ({g})")
 
 
+def _grouped_format(op):
+    from .formats.grouped import GroupedFormat
+    val = op.attrs.get("format")
+    if val is None:
+        raise op.error("missing attribute 'format'")
+    if not isinstance(val, GroupedFormat):
+        raise op.error(f"attribute 'format' must be a grouped format (I.formats.get(...)), "
+                       f"got {_describe(val)}")
+    return val
+
+
+class DecodeOp(Operation):
+    """``decode(packed, scales, k) {format = #q4_g64_fp16}``: one row of ``k`` elements of
+    a grouped format's packed carrier (u8 little-endian bit stream of ``bits``-wide
+    words, f16 scales, see docs/formats.md) -> f32[K], each element
+    ``binary32(s32 * binary32(q))``. No validation of codes happens here: the producer
+    established the code contract; the row geometry is checked at run time."""
+    name = "decode"
+
+    def verify_(self):
+        _n_operands(self, 3)
+        _index(self, self.operands[2], "the element count")
+        _n_results(self, 1)
+        fmt = _grouped_format(self)
+        p = _shaped(self, self.operands[0], "packed codes")
+        s = _shaped(self, self.operands[1], "scales")
+        if p.dtype is not u8 or p.rank != 1:
+            raise self.error(f"packed codes must be one u8 row, got {p}")
+        if s.dtype is not f16 or s.rank != 1:
+            raise self.error(f"scales must be one f16 row, got {s}")
+        r = self.result.type
+        if not isinstance(r, TensorType) or r.dtype is not f32 or r.rank != 1:
+            raise self.error(f"result must be tensor<f32[K]>, got {r}")
+        k = r.shape[0]
+        if isinstance(k, int):
+            if k < 1:
+                raise self.error("a decoded row holds at least one element")
+            want_p, want_s = -(-k * fmt.bits // 8), -(-k // fmt.group)
+            if isinstance(p.shape[0], int) and p.shape[0] != want_p:
+                raise self.error(f"{k} {fmt.bits}-bit codes pack into {want_p} bytes, got {p}")
+            if isinstance(s.shape[0], int) and s.shape[0] != want_s:
+                raise self.error(f"{k} elements in groups of {fmt.group} need {want_s} "
+                                 f"scales, got {s}")
+
+
 class CheckOp(Operation):
     """``check(cond) {message = "..."}``: if cond is false the kernel stops and the
     launcher raises ``I.DomainError`` with the message (e.g. an index out of range)."""
@@ -694,5 +746,5 @@ OPS = MappingProxyType({cls.name: cls for cls in (
     AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp, XorOp, ShlOp, ShrOp,
     NegOp, AbsOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
     QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,
-    CheckOp,
+    CheckOp, DecodeOp,
 )})

@@ -41,6 +41,9 @@ def format_attr(v) -> str:
         return str(v)
     if isinstance(v, Type):
         return str(v)
+    from .formats import Format
+    if isinstance(v, Format):
+        return f"#{v.name}"
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(format_attr(x) for x in v) + "]"
     raise TypeError(f"cannot print attribute value {v!r}")

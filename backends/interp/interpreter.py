@@ -51,6 +51,7 @@ from ninfer_ir.types import ScalarType, ShapedType, bf16, f64, i64, u64
 from ninfer_ir.verifier import verify_func
 
 from . import quantops
+from .decode import decode_row
 from .eager import bind_arguments, dot_values, reduce_values, sum_order
 
 __all__ = ["interpret", "InterpretedKernel", "bind_arguments", "RULES"]
@@ -366,6 +367,16 @@ def _quantized_dot(run, step, vals):
     return quantops.quantized_dot_q4k_q8k(lhs, rhs, order=step.data)
 
 
+def _decode(run, step, vals):
+    packed, scales, k = vals
+    fmt = step.op.attrs["format"]
+    k = int(k)
+    if k < 1 or packed.shape[0] != -(-k * fmt.bits // 8) or scales.shape[0] != -(-k // fmt.group):
+        raise DomainError(f"'decode': {packed.shape[0]} packed bytes and {scales.shape[0]} "
+                          f"scales do not hold one {fmt.name} row of {k} elements")
+    return decode_row(packed, scales, fmt, k)
+
+
 def _check(run, step, vals):
     if not bool(vals[0]):
         raise DomainError(step.op.attrs["message"])
@@ -406,7 +417,7 @@ RULES = MappingProxyType({
     O.ReduceOp: _reduce, O.DotOp: _dot, O.QuantizeOp: _quantize,
     O.QuantizedDotOp: _quantized_dot, O.QuantizeIntoOp: _quantize_into,
     O.ForOp: _for, O.IfOp: _if, O.YieldOp: _terminator, O.ReturnOp: _terminator,
-    O.AllocOp: _alloc, O.DeallocOp: _dealloc, O.CheckOp: _check,
+    O.AllocOp: _alloc, O.DeallocOp: _dealloc, O.CheckOp: _check, O.DecodeOp: _decode,
 })
 
 _ELEMENTWISE = {O.AddOp, O.SubOp, O.MulOp, O.DivOp, O.RemOp, O.MinOp, O.MaxOp, O.AndOp,

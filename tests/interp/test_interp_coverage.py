@@ -61,7 +61,8 @@ def test_fixtures_run():
     for path in sorted(FIXTURES.glob("*.nir")):
         module = I.parse(path.read_text())
         for f in module.funcs:
-            symbols = {"H": 2, "K": 4}        # int4_decode reads x[2*i + 1]
+            symbols = {"H": 2, "K": 4, "P": 2, "S": 1}   # int4_decode reads x[2*i + 1];
+            # decode_dot: 4 four-bit codes pack into 2 bytes with 1 scale
             args = [_arg(a.type, rng, symbols) for a in f.args]
             if f.sym_name == "rowmax":
                 args[1] = np.asarray(0, dtype=np.int64)

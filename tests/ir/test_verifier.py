@@ -41,7 +41,9 @@ CASES = [
     ("quantize missing format", q("  %q = quantize(%x) : tensor<u8[G,292]>"),
      I.VerifyError, "missing attribute 'format'"),
     ("quantize unknown schema", q("  %q = quantize(%x) {format = #q5_k} : tensor<u8[G,292]>"),
-     I.ParseError, "unknown quant schema #q5_k"),
+     I.ParseError, "unknown quant schema or format #q5_k"),
+    ("quantize persistent format", q("  %q = quantize(%x) {format = #q8_g32_fp16} : tensor<u8[G,292]>"),
+     I.VerifyError, "must be a quant schema (I.quant.*), got the format q8_g32_fp16"),
     ("quantize into buffer result", q("  %q = quantize(%x) {format = #q8_k} : buffer<u8[G,292]>"),
      I.VerifyError, "result must be a tensor"),
     # --- quantized_dot (spec §1) ---
@@ -115,6 +117,16 @@ CASES = [
      I.VerifyError, "operand shapes differ"),
     ("dot lengths", q("  %d = dot(%a, %b) : tensor<f32[]>", "%a: tensor<f32[K]>, %b: tensor<f32[L]>"),
      I.VerifyError, "not provably equal"),
+    ("bf16 arithmetic", q("  %c = add(%a, %a) : bf16", "%a: bf16"), I.VerifyError,
+     "bf16 values are only cast or bitcast"),
+    ("decode format", q("  %k = dim(%p) {axis = 0} : index\n"
+                        "  %w = decode(%p, %s, %k) {format = #q8_k} : tensor<f32[K]>",
+                        "%p: tensor<u8[P]>, %s: tensor<f16[S]>"),
+     I.VerifyError, "must be a grouped format (I.formats.get(...)), got the quant schema #q8_k"),
+    ("decode geometry", q("  %k = constant() {value = 100} : index\n"
+                          "  %w = decode(%p, %s, %k) {format = #q4_g64_fp16} : tensor<f32[100]>",
+                          "%p: tensor<u8[49]>, %s: tensor<f16[2]>"),
+     I.VerifyError, "100 4-bit codes pack into 50 bytes"),
     ("reduce kind", q("  %d = reduce(%a) {kind = \"avg\"} : tensor<f32[]>", "%a: tensor<f32[K]>"),
      I.VerifyError, "unknown reduction 'avg'"),
     # --- control flow and structure ---
