@@ -15,7 +15,8 @@ from ninfer_ir.ir import Value
 from ninfer_ir.quant import QuantSchema
 from ninfer_ir.semantics import cast as cast_values
 from ninfer_ir.semantics import to_python
-from ninfer_ir.types import BufferType, ScalarType, ShapedType, bool_, f64, i64
+from ninfer_ir.types import (BufferType, ScalarType, ShapedType, TensorType, bool_, f32, f64,
+                             i64, index)
 
 from .operators import OpRule
 
@@ -88,6 +89,32 @@ def quantized_dot(lw, node, fname):
         "order": _order(lw, fname, a),
     }
     return lw.value("quantized_dot", [lhs, rhs], attrs, what=f"I.{fname}", node=node)
+
+
+# -- explicit decode of a grouped format's packed carrier --------------------------
+
+def decode(lw, node, fname):
+    """``I.decode(packed_row, scales_row, format=FMT, k=K)`` -> f32[K]."""
+    from ninfer_ir.formats import GroupedFormat
+    a = bind(lw, node, fname, ["packed", "scales", "format", "k"], 4)
+    packed = _tensor(lw, fname, "packed", a["packed"])
+    scales = _tensor(lw, fname, "scales", a["scales"])
+    fmt = _static(lw, fname, "format", a["format"], GroupedFormat,
+                  'a grouped format (a module-level I.formats.get("q4_g64_fp16"))')
+    k, where = a["k"]
+    count = lw.as_index(k, where, "the element count k")
+    dim = _symbol_of(count) if isinstance(k, Value) else int(k)
+    op = lw.emit("decode", [packed, scales, count], {"format": fmt}, [TensorType(f32, (dim,))],
+                 what=f"I.{fname}", node=node)
+    return op.result
+
+
+def _symbol_of(v):
+    """The shape symbol a ``dim`` op reads (``x.shape[0]`` of ``f32[K]`` -> "K")."""
+    op = getattr(v, "op", None)
+    if op is not None and op.name == "dim":
+        return op.operands[0].type.shape[op.attrs["axis"]]
+    return None
 
 
 # -- contraction and reductions ------------------------------------------------------
@@ -218,7 +245,7 @@ def abs_(lw, node, fname):
 
 
 CALLS = {
-    "quantize": quantize, "quantized_dot": quantized_dot, "dot": dot,
+    "quantize": quantize, "quantized_dot": quantized_dot, "dot": dot, "decode": decode,
     "sum": reduction, "prod": reduction, "max": reduction, "min": reduction,
     "reduce": reduce, "cast": cast, "bitcast": bitcast, "select": select_call,
     "minimum": elementwise, "maximum": elementwise, "abs": abs_,

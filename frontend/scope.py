@@ -15,11 +15,12 @@ import types
 from dataclasses import dataclass
 
 from ninfer_ir.ir import Value
+from ninfer_ir.formats import Format
 from ninfer_ir.quant import QuantSchema, _QuantNamespace
 from ninfer_ir.types import ScalarType, ShapedType
 
 #: ``I.<name>(...)`` calls the DSL compiles into IR ops
-OP_CALLS = ("quantize", "quantized_dot", "dot", "sum", "prod", "max", "min", "reduce",
+OP_CALLS = ("quantize", "quantized_dot", "dot", "decode", "sum", "prod", "max", "min", "reduce",
             "cast", "bitcast", "select", "minimum", "maximum", "abs")
 
 #: Python builtins a kernel may call on compile-time constants
@@ -74,6 +75,8 @@ def describe(v) -> str:
         return f"the quant schema {v!r}"
     if isinstance(v, _QuantNamespace):
         return "I.quant"
+    if isinstance(v, Format):
+        return f"the format {v.name}"
     if isinstance(v, types.ModuleType):
         return "the ninfer_ir module"
     if isinstance(v, OpCall):
@@ -161,6 +164,8 @@ def classify(obj, name: str, kernel_types=()):
     if isinstance(obj, (np.integer, np.floating, np.bool_)):
         return True, obj.item()
     if isinstance(obj, (ScalarType, QuantSchema, _QuantNamespace)) or is_ninfer_module(obj):
+        return True, obj
+    if isinstance(obj, Format):
         return True, obj
     if obj is builtins.range:
         return True, RangeFn("range", False)

@@ -82,6 +82,33 @@ def min(x):
     return reduce(x, "min")
 
 
+def decode(packed, scales, format=None, k=None):
+    """One packed row of a grouped format (``format.pack``) -> f32[k]:
+    ``binary32(s32 * binary32(q))`` per element (no code validation)."""
+    from backends.interp.eager import decode as _f
+    return _f(packed, scales, format=format, k=k)
+
+
+def select(c, a, b):
+    from backends.interp.eager import select as _f
+    return _f(c, a, b)
+
+
+def minimum(a, b):
+    from backends.interp.eager import elementwise as _f
+    return _f("min", a, b)
+
+
+def maximum(a, b):
+    from backends.interp.eager import elementwise as _f
+    return _f("max", a, b)
+
+
+def abs(x):
+    from backends.interp.eager import absolute as _f
+    return _f(x)
+
+
 def cast(x, dtype):
     from backends.interp.eager import cast as _f
     return _f(x, dtype)
@@ -93,4 +120,4 @@ def bitcast(x, dtype):
 
 
 # -- the DSL (frontend) ----------------------------------------------------------------
-from frontend.dsl import kernel, Tensor, Buffer, range, prange  # noqa: E402,F401
+from frontend.dsl import kernel, Kernel, Tensor, Buffer, range, prange  # noqa: E402,F401

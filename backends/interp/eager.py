@@ -396,3 +396,50 @@ def bind_arguments(func, args, kwargs):
         values[k] = _output_buffer(func, k, params[k].type, symbols)
     return values, symbols, outputs
 
+
+
+# -- decode and elementwise helpers of the facade -------------------------------------
+
+def decode(packed, scales, format=None, k=None) -> np.ndarray:
+    """Eager ``I.decode``: one packed row of a grouped format -> f32[k]."""
+    from ninfer_ir.formats import GroupedFormat
+    from .decode import decode_row
+    if not isinstance(format, GroupedFormat):
+        raise _fail("decode", f"attribute 'format' must be a grouped format "
+                              f"(I.formats.get(...)), got {_describe(format)}")
+    packed = _array("decode", "packed", packed)
+    scales = _array("decode", "scales", scales)
+    if packed.dtype != np.uint8 or packed.ndim != 1 or scales.dtype != np.float16 \
+            or scales.ndim != 1:
+        raise _fail("decode", "takes one u8 packed row and one f16 scale row")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 \
+            or packed.shape[0] != -(-int(k) * format.bits // 8) \
+            or scales.shape[0] != -(-int(k) // format.group):
+        raise _fail("decode", f"{packed.shape[0]} packed bytes and {scales.shape[0]} scales "
+                              f"do not hold one {format.name} row of {k!r} elements")
+    return decode_row(packed, scales, format, int(k))
+
+
+def _numeric(op, *xs):
+    arrs = [np.asarray(x) for x in xs]
+    from ninfer_ir.types import from_numpy
+    t = from_numpy(arrs[0].dtype)
+    if t is None or any(a.dtype != arrs[0].dtype for a in arrs):
+        raise _fail(op, f"operands must share one supported dtype, got "
+                        f"{', '.join(str(a.dtype) for a in arrs)}")
+    return arrs, t
+
+
+def elementwise(name, a, b) -> np.ndarray:
+    (a, b), t = _numeric(name, a, b)
+    return semantics.binary(name, a, b, t)
+
+
+def absolute(x) -> np.ndarray:
+    (x,), t = _numeric("abs", x)
+    return semantics.unary("abs", x, t)
+
+
+def select(c, a, b) -> np.ndarray:
+    (a, b), t = _numeric("select", a, b)
+    return semantics.select(np.asarray(c, dtype=np.bool_), a, b, t)

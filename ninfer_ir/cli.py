@@ -1,0 +1,179 @@
+"""The ``ninfer`` command line (also ``python -m ninfer_ir``).
+
+    ninfer run  FILE.py[:kernel] [--target cpu|cuda|interp] [--dim N=4096 ...] [--seed S]
+    ninfer ir   FILE.py[:kernel] [--print-after all|NAMES] [--lowered] [--target cpu|cuda]
+    ninfer emit FILE.py[:kernel] --kind llvm|asm|cuda|ptx [-o OUT]
+    ninfer bench [--quick] [--plot out.png] [--no-scripts]
+    ninfer gguf FILE.gguf [--tensor NAME] [--rows R] [--target cpu|interp]
+
+Exit codes: 0 success; 1 a check failed (results differ from the interpreter, a
+``DomainError``, a kernel the DSL refuses); 2 usage error (bad option, missing
+file, unknown kernel or pass name); 3 unavailable (no GPU for ``--target cuda``,
+a missing optional package). Errors are one line on stderr; ``--debug`` adds the
+traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from .cli_common import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, CliError
+
+EPILOG = ("exit codes: 0 ok, 1 check failed (mismatch, DomainError, invalid kernel), "
+          "2 usage error, 3 target or package unavailable")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _common() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="print a traceback on errors")
+    return p
+
+
+def _kernel_arg(p) -> None:
+    p.add_argument("file", metavar="FILE.py[:kernel]",
+                   help="a Python file with @I.kernel functions; name one after ':' when "
+                        "it defines several")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ninfer_ir import __version__
+
+    parser = _Parser(prog="ninfer", epilog=EPILOG,
+                     description="Compile, check, inspect and benchmark ninfer_ir kernels.")
+    parser.add_argument("--version", action="version", version=f"ninfer_ir {__version__}")
+    parser.add_argument("--debug", action="store_true", help="print a traceback on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    common = [_common()]
+
+    run = sub.add_parser("run", parents=common, epilog=EPILOG,
+                         help="run a kernel on random inputs and check it bit for bit "
+                              "against the interpreter",
+                         description="Make random inputs from the kernel's annotations, "
+                                     "run it on the target and on the interpreter, compare "
+                                     "every output bit for bit and print timings.")
+    _kernel_arg(run)
+    run.add_argument("--target", default="cpu", choices=["cpu", "cuda", "interp"])
+    run.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                     help="size of a symbol dim or value of a scalar parameter "
+                          "(repeatable; symbols default to 16)")
+    run.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+    run.add_argument("--repeat", type=int, default=10, help="timed calls on the target")
+    run.add_argument("--threads", type=int, default=None,
+                     help="threads for parallel loops on cpu (default: all CPUs)")
+    run.set_defaults(handler="cli_run:cmd_run")
+
+    ir = sub.add_parser("ir", parents=common, epilog=EPILOG,
+                        help="print a kernel's IR, before or after the pass pipeline",
+                        description="Print the kernel's IR; --lowered prints it after the "
+                                    "pass pipeline, --print-after prints intermediate stages.")
+    _kernel_arg(ir)
+    ir.add_argument("--print-after", metavar="all|NAMES",
+                    help="'all' or comma-separated pass names (canonicalize, cse, licm, dce, "
+                         "fuse, materialize, lower)")
+    ir.add_argument("--lowered", action="store_true", help="print the lowered (loop-level) IR")
+    ir.add_argument("--target", default="cpu", choices=["cpu", "cuda"],
+                    help="the pipeline's target")
+    ir.add_argument("--dump-dir", metavar="DIR", help="write every stage as DIR/NN-pass.nir")
+    ir.set_defaults(handler="cli_run:cmd_ir")
+
+    emit = sub.add_parser("emit", parents=common, epilog=EPILOG,
+                          help="print generated LLVM IR, assembly, CUDA C++ or PTX",
+                          description="Print the code generated for a kernel. CUDA source and "
+                                      "PTX are produced without a GPU.")
+    _kernel_arg(emit)
+    emit.add_argument("--kind", default="llvm", choices=["llvm", "asm", "cuda", "ptx"])
+    emit.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+    emit.set_defaults(handler="cli_run:cmd_emit")
+
+    bench = sub.add_parser("bench", parents=common, epilog=EPILOG,
+                           help="measure the Q4_K GEMV and run the benchmark scripts",
+                           description="Time the Q4_K GEMV on every available target against "
+                                       "a measured memory-copy bandwidth, print a table, run "
+                                       "the scripts in benchmarks/ and optionally draw a "
+                                       "roofline-style plot (needs matplotlib).")
+    bench.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
+    bench.add_argument("--plot", metavar="OUT.png", help="draw a roofline-style PNG")
+    bench.add_argument("--no-scripts", action="store_true",
+                       help="skip the scripts in benchmarks/")
+    bench.add_argument("--threads", type=int, default=None, help="threads on cpu")
+    bench.set_defaults(handler="cli_bench:cmd_bench")
+
+    gguf = sub.add_parser("gguf", parents=common, epilog=EPILOG,
+                          help="list a GGUF file's tensors and check the Q4_K GEMV on them",
+                          description="List the tensors of a GGUF file, decode them with "
+                                      "ninfer_ir.formats, and run the Q4_K GEMV on each Q4_K "
+                                      "tensor on the interpreter and a compiled target: prints "
+                                      "bit-exact agreement and the relative error against a "
+                                      "float64 product of the decoded weights and x.")
+    gguf.add_argument("path", metavar="FILE.gguf")
+    gguf.add_argument("--tensor", metavar="NAME", help="only this tensor")
+    gguf.add_argument("--rows", type=int, default=0,
+                      help="GEMV on the first ROWS rows of each tensor (default: all)")
+    gguf.add_argument("--target", default="cpu", choices=["cpu", "cuda"],
+                      help="the compiled target compared with the interpreter")
+    gguf.add_argument("--seed", type=int, default=0, help="random seed of x")
+    gguf.set_defaults(handler="cli_gguf:cmd_gguf")
+    return parser
+
+
+def _dispatch(args) -> int:
+    import importlib
+
+    module, _, name = args.handler.partition(":")
+    return getattr(importlib.import_module(f"ninfer_ir.{module}"), name)(args)
+
+
+def _report(e: BaseException, debug: bool) -> int:
+    from .errors import DomainError, DSLError, NinferError, TargetUnavailable
+
+    if isinstance(e, CliError):
+        code, line = e.code, str(e)
+    elif isinstance(e, TargetUnavailable):
+        code, line = EXIT_UNAVAILABLE, f"target unavailable: {e}"
+    elif isinstance(e, DSLError):
+        code, line = EXIT_FAILED, str(e)          # the location, then the source line
+    elif isinstance(e, DomainError):
+        code, line = EXIT_FAILED, f"DomainError: {e}"
+    elif isinstance(e, NinferError):
+        code, line = EXIT_FAILED, f"{type(e).__name__}: {e}"
+    elif isinstance(e, ImportError):
+        code, line = EXIT_UNAVAILABLE, f"unavailable: {e}"
+    else:
+        code, line = EXIT_FAILED, f"{type(e).__name__}: {e}"
+        if not debug:
+            line += " (rerun with --debug for a traceback)"
+    if debug:
+        traceback.print_exception(type(e), e, e.__traceback__, file=sys.stderr)
+    print(f"ninfer: error: {line}", file=sys.stderr)
+    return code
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:                       # --help, --version, usage errors
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    debug = bool(getattr(args, "debug", False))
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:
+        print("ninfer: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:                         # noqa: BLE001 - reported as one line
+        return _report(e, debug)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
