@@ -1,0 +1,96 @@
+"""The status word of compiled kernels and the errors it stands for.
+
+A kernel returns an ``i64`` status: 0 on success, otherwise ``id * 8 + reason``:
+
+=======  ==========================================================================
+reason   meaning (``id``)
+=======  ==========================================================================
+1..4     ``quantize_into`` failed on record ``id`` (reasons of ``quantops``)
+5        the ``check`` op number ``id`` (walk order over the function) was false
+6        a run-time guard the emitter inserted failed; ``id`` indexes the kernel's
+         guard table, and the guard wrote the numbers for its message into the
+         kernel's error block (``i64[ERR_SLOTS]``)
+7        out of memory (``id`` is 0)
+=======  ==========================================================================
+
+A negative status means the Python thread pool itself failed (``RuntimeError``).
+
+Guards reproduce the interpreter's run-time errors with the same type and message:
+an index or range out of bounds, a ``for`` step of 0, a negative ``alloc`` size,
+run-time lengths that differ (``copy``, ``dot``, records of the quantized ops), a
+``decode`` row geometry that does not fit, and a result whose run-time shape
+contradicts its declared type (``VerifyError``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ninfer_ir.errors import DomainError, VerifyError
+
+__all__ = ["REASON_CHECK", "REASON_GUARD", "REASON_NO_MEMORY", "ERR_SLOTS", "Guard",
+           "error_for_status"]
+
+REASON_CHECK = 5
+REASON_GUARD = 6
+REASON_NO_MEMORY = 7
+ERR_SLOTS = 64
+
+
+@dataclass(frozen=True)
+class Guard:
+    """One emitted run-time guard: what it checks and the op it belongs to."""
+    kind: str          # index range step alloc_size result_type copy dot records decode
+    op: object
+    axis: int = 0
+    what: str = ""
+
+    def error(self, nums):
+        op = self.op
+        if self.kind == "index":
+            i, n = nums[0], nums[1]
+            return DomainError(f"'{op.name}': index {i} is out of range for axis {self.axis} "
+                               f"of size {n}")
+        if self.kind == "range":
+            start, stop, step, n = nums[:4]
+            return DomainError(f"'{op.name}': range ({start}, {stop}, {step}) is out of "
+                               f"bounds for axis {self.axis} of size {n} (needs 0 <= start <= "
+                               f"stop <= {n} and step >= 1)")
+        if self.kind == "step":
+            return DomainError("'for': step is 0")
+        if self.kind == "alloc_size":
+            return DomainError(f"'alloc': negative size {nums[0]} for {op.result.type}")
+        if self.kind == "copy":
+            r = op.operands[0].type.rank
+            return DomainError(f"'copy': cannot copy shape {list(nums[:r])} into "
+                               f"{list(nums[r:2 * r])}")
+        if self.kind == "dot":
+            return DomainError(f"'dot': vector lengths {nums[0]} and {nums[1]} differ")
+        if self.kind == "records":
+            return DomainError(f"'{op.name}': {self.what} hold {nums[0]} and {nums[1]} records")
+        if self.kind == "decode":
+            return DomainError(f"'decode': {nums[0]} packed bytes and {nums[1]} scales do not "
+                               f"hold one {op.attrs['format'].name} row of {nums[2]} elements")
+        if self.kind == "result_type":
+            t = op.results[0].type
+            shape = ",".join(str(d) for d in nums[:t.rank])
+            return VerifyError(f"a result is {t.dtype.np_dtype}[{shape}] at run time, which "
+                               f"contradicts its declared type {t}", op)
+        raise AssertionError(f"unknown guard kind {self.kind}")
+
+
+def error_for_status(status: int, nums, checks, guards) -> Exception:
+    """The exception for a non-zero status (``checks``: check ops by id; ``guards``:
+    the kernel's guard table; ``nums``: the error block's numbers)."""
+    from backends.interp.quantops import domain_error
+    if status < 0:
+        return RuntimeError(f"the thread pool failed to run a parallel loop (status {status})")
+    ident, reason = status >> 3, status & 7
+    if 1 <= reason <= 4:
+        return domain_error(ident, reason)
+    if reason == REASON_CHECK and 0 <= ident < len(checks):
+        return DomainError(checks[ident].attrs["message"])
+    if reason == REASON_GUARD and 0 <= ident < len(guards):
+        return guards[ident].error([int(x) for x in nums])
+    if reason == REASON_NO_MEMORY:
+        return MemoryError("a compiled kernel could not allocate its scratch memory")
+    return RuntimeError(f"compiled kernel returned an unknown status {status}")
