@@ -663,12 +663,18 @@ class DeallocOp(Operation):
 
 
 class QuantizeIntoOp(Operation):
-    """``quantize_into(values, dst)``: quantize written into a buffer (destination form)."""
+    """``quantize_into(values, dst[, base])``: quantize written into a buffer (destination
+    form). The optional ``base`` (index) is the record number of ``values``' first
+    row within the whole quantization, so a ``DomainError`` names the same record when
+    the passes quantize a fused input record by record."""
     name = "quantize_into"
     pure = False
 
     def verify_(self):
-        _n_operands(self, 2)
+        if len(self.operands) not in (2, 3):
+            raise self.error(f"expects 2 or 3 operand(s), got {len(self.operands)}")
+        if len(self.operands) == 3:
+            _index(self, self.operands[2], "the record base")
         _n_results(self, 0)
         _format_attr(self, "format", q8_k)
         g = _records(self, self.operands[0], "values", f32, 256)

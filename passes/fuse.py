@@ -17,11 +17,11 @@ buffer (``materialize``) and ``lower`` emits it as scalar ops in the consumer's 
 so an explicitly decoded f32 weight row that feeds a ``dot`` is never stored.
 
 Only elementwise ops are fused, and only into a single consumer: a ``quantize`` is never
-fused or duplicated, so records shared by several consumers are prepared once. The
-chain feeding a ``quantize`` is computed by one loop nest into the staging buffer that
-``quantize_into`` reads. (Computing it record by record inside the quantization would
-need a ``quantize_into`` that numbers its records from an offset: a ``DomainError``
-names the record.)
+fused or duplicated, so records shared by several consumers are prepared once. A chain
+feeding a ``quantize`` is fused into its input reads: ``lower`` computes one record's
+256 values at a time into a fixed 1 KiB staging row and quantizes it with
+``quantize_into(row, dst[g], g)``, whose record base keeps the ``DomainError``'s record
+number that of the whole quantization.
 """
 from __future__ import annotations
 
@@ -74,6 +74,8 @@ def accepts(user, index: int) -> bool:
         return user.attrs.get("order", "seq") == "seq"
     if name == "reduce":
         return _order_free(user)
+    if name == "quantize":
+        return index == 0
     return False
 
 

@@ -22,7 +22,7 @@
 from __future__ import annotations
 
 from ninfer_ir.builder import Builder
-from ninfer_ir.types import BufferType, ScalarType, ShapedType, TensorType
+from ninfer_ir.types import BufferType, ScalarType, ShapedType, TensorType, f32, index
 
 from .analysis import ELEMENTWISE, attached, is_fused, may_alias, next_op
 from .emit import (Elements, check_index, check_range, check_same_dim, fold_loop, loop_nest)
@@ -173,7 +173,11 @@ class _FuncLowering:
     def _compute_into(self, b, op, dest):
         name = op.name
         if name == "quantize":
-            b.create("quantize_into", [op.operands[0], dest], dict(op.attrs), result_types=[])
+            if _fused_value(op.operands[0]):
+                self._quantize_per_record(b, op, dest)
+            else:
+                b.create("quantize_into", [op.operands[0], dest], dict(op.attrs),
+                         result_types=[])
             return
         bounds = [self.dims.value(b, dest, a) for a in range(dest.type.rank)]
         inner, ivs = loop_nest(b, bounds)
@@ -183,6 +187,27 @@ class _FuncLowering:
         else:
             val = self.el.expr(inner, op, ivs, {})
         inner.create("store", [val, dest, *ivs], result_types=[])
+
+    def _quantize_per_record(self, b, op, dest):
+        """A fused input is computed one record (256 values) at a time into a fixed
+        staging row, which is quantized into record g of ``dest`` with base g."""
+        src = op.operands[0]
+        row = b.create("alloc", [], result_types=[BufferType(f32, (1, 256))],
+                       names=["qrow"]).result
+        count = self.dims.value(b, dest, 0)
+        body, (g,) = loop_nest(b, [count], names=["g"])
+        self.stats["loops"] += 2
+        c0 = body.constant(0, index, name="c0")
+        c1 = body.constant(1, index, name="c1")
+        inner, (i,) = loop_nest(body, [body.constant(256, index, name="c256")], names=["i"])
+        inner.create("store", [self.el.elem(inner, src, [g, i], {}), row, c0, i],
+                     result_types=[])
+        g1 = body.value("add", g, c1, name="g1")
+        rec = body.create("subview", [dest, g, g1, c1], {"axes": "r:"},
+                          result_types=[BufferType(dest.type.dtype, (1, 292))],
+                          names=["rec"]).result
+        body.create("quantize_into", [row, rec, g], dict(op.attrs), result_types=[])
+        b.create("dealloc", [row], result_types=[])
 
     def _reduce_elem(self, b, op, ivs):
         src = op.operands[0]

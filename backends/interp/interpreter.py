@@ -356,9 +356,15 @@ def _quantize(run, step, vals):
 
 
 def _quantize_into(run, step, vals):
-    values, dst = vals
+    values, dst = vals[0], vals[1]
     _records_match(step.op, values, dst, "values and destination")
-    dst[...] = quantops.quantize_q8k(values)
+    try:
+        records = quantops.quantize_q8k(values)
+    except DomainError as e:
+        if len(vals) == 3 and e.record is not None:
+            raise quantops.domain_error(int(vals[2]) + e.record, e.reason) from None
+        raise
+    dst[...] = records
 
 
 def _quantized_dot(run, step, vals):

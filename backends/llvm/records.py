@@ -125,6 +125,10 @@ def lower_quantize_into(e, op):
         copy_grid(e, dp, i64c(rec), i64c(1), dst.ptr, d0, d1, g, rec, 1)
     for slot in slots:
         e.free_slot(slot)
+    if len(op.operands) == 3:     # records numbered from a base: status = record*8 + reason
+        base = e.value(op.operands[2])
+        status = b.select(b.icmp_signed("==", status, i64c(0)), status,
+                          b.add(status, b.mul(base, i64c(8))))
     e.fail_if(b.icmp_signed("!=", status, i64c(0)), status)
 
 

@@ -53,19 +53,37 @@ def test_tree_order_dot_is_not_fused():
     assert d.attrs["order"] == "tree" and d.operands[0] is a.result
 
 
-def test_chain_into_quantize_is_one_loop_nest_into_one_staging_buffer():
+def test_chain_into_quantize_is_fused_into_its_input_reads():
     fused = _stage(SCALED_QUANTIZE, "05-fuse")
     assert fused and _by_hint(fused, "xs").attrs.get("fused") is True
-    assert "fused" not in _by_hint(fused, "xn").attrs
+    assert _by_hint(fused, "xn").attrs.get("fused") is True
+    assert all("fused" not in op.attrs for op in _ops(fused, "quantize"))
     lowered, report = lower(I.parse(SCALED_QUANTIZE))
-    (a,) = _ops(lowered, "alloc")
-    assert str(a.result.type) == "buffer<f32[G,256]>"
+    (row,) = _ops(lowered, "alloc")    # one record's values, not G of them; the records
+    assert str(row.result.type) == "buffer<f32[1,256]>"   # go to the caller's output
     (q,) = _ops(lowered, "quantize_into")
-    assert q.operands[0] is a.result
-    assert q.operands[1].type == I.BufferType(I.u8, ("G", 292))
-    writers = [op for op in _ops(lowered, "store") if op.operands[1] is a.result]
+    assert q.operands[0] is row.result and len(q.operands) == 3
+    g_loop = q.parent_op
+    assert g_loop.name == "for" and q.operands[2] is g_loop.body.args[0]   # record base g
+    writers = [op for op in _ops(lowered, "store") if op.operands[1] is row.result]
     assert len(writers) == 1
-    assert str(report.peak_local_bytes["scaled_quantize"]) == "1024*G"
+    assert str(report.peak_local_bytes["scaled_quantize"]) == "1024"
+
+
+def test_fused_quantize_names_the_same_record_as_the_oracle():
+    module = I.parse(SCALED_QUANTIZE)
+    lowered, _ = lower(module)
+    f = module.funcs[0]
+    rng = np.random.default_rng(3)
+    args = make_args(f, rng, {"G": 5, "N": 3})
+    x = next(a for a, p in zip(args, f.args) if p.name_hint == "x")
+    x[3, 100] = np.inf
+    errors = []
+    for m in (module, lowered):
+        with pytest.raises(I.DomainError) as info:
+            I.interpret(m, *[a.copy() if hasattr(a, "copy") else a for a in args])
+        errors.append((info.value.record, str(info.value)))
+    assert errors[0] == errors[1] and errors[0][0] == 3
 
 
 def test_multi_consumer_values_are_not_fused():

@@ -21,7 +21,9 @@ def test_peak_bytes_are_reported_per_kernel():
     peak = report.peak_local_bytes["q4k_gemv"]
     assert str(peak) == "292*G" and peak.evaluate(G=3) == 876
     _, report = lower(I.parse(SCALED_QUANTIZE))
-    assert report.peak_local_bytes["scaled_quantize"].evaluate(G=2) == 2048   # output: caller's
+    # the returned records live in the caller's output buffer; the fused input needs one
+    # 1 KiB staging row, whatever G is
+    assert report.peak_local_bytes["scaled_quantize"].evaluate(G=2) == 1024
     _, report = lower(REGISTRY["f32_gemv"].kernel.ir)
     assert report.peak_local_bytes["f32_gemv"].static == 0
     stats = [p.stats for p in report.passes if p.name == "materialize"][0]
