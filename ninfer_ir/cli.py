@@ -59,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "run it on the target and on the interpreter, compare "
                                      "every output bit for bit and print timings.")
     _kernel_arg(run)
-    run.add_argument("--target", default="cpu", choices=["cpu", "cuda", "interp"])
+    run.add_argument("--target", default="cpu", choices=["cpu", "cuda", "interp"],
+                     help="where to run (default: cpu)")
     run.add_argument("--dim", action="append", metavar="NAME=VALUE",
                      help="size of a symbol dim or value of a scalar parameter "
                           "(repeatable; symbols default to 16)")
@@ -107,11 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     gguf = sub.add_parser("gguf", parents=common, epilog=EPILOG,
                           help="list a GGUF file's tensors and check the Q4_K GEMV on them",
-                          description="List the tensors of a GGUF file, decode them with "
-                                      "ninfer_ir.formats, and run the Q4_K GEMV on each Q4_K "
-                                      "tensor on the interpreter and a compiled target: prints "
-                                      "bit-exact agreement and the relative error against a "
-                                      "float64 product of the decoded weights and x.")
+                          description="List the tensors of a GGUF file with their "
+                                      "ninfer_ir.formats decoder (--tensor decodes one and "
+                                      "compares it with gguf-py), and run the Q4_K GEMV on each "
+                                      "Q4_K tensor on the interpreter and a compiled target: "
+                                      "prints bit-exact agreement and the relative error "
+                                      "against a float64 product of the decoded weights and "
+                                      "the unquantized x.")
     gguf.add_argument("path", metavar="FILE.gguf")
     gguf.add_argument("--tensor", metavar="NAME", help="only this tensor")
     gguf.add_argument("--rows", type=int, default=0,
@@ -171,6 +174,10 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("ninfer: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:                        # the reader (``| head``) went away
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as e:                         # noqa: BLE001 - reported as one line
         return _report(e, debug)
 

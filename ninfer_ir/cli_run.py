@@ -8,8 +8,8 @@ import numpy as np
 
 from ninfer_ir.types import BufferType
 
-from .cli_common import (EXIT_FAILED, EXIT_OK, best_and_median, fmt_seconds, load_kernel,
-                         parse_assignments, usage)
+from .cli_common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, fmt_seconds,
+                         load_kernel, parse_assignments, usage)
 from .cli_inputs import fresh_copy, make_inputs, param_name
 
 
@@ -65,29 +65,50 @@ def cmd_run(args) -> int:
     compiled = I.compile(kernel, target=args.target, threads=args.threads)
     t_compile = time.perf_counter() - t0
 
-    got_args = fresh_copy(inputs)
-    got = outputs_of(func, got_args, compiled(*got_args))
+    got_args, want_args = fresh_copy(inputs), fresh_copy(inputs)
+    got, got_err = _call(compiled, got_args)
+    t0 = time.perf_counter()
+    want, want_err = _call(lambda *a: I.interpret(kernel, *a), want_args)
+    t_interp = time.perf_counter() - t0
+    if got_err or want_err:
+        return _errors(args.target, got_err, want_err)
+
     timing_args = fresh_copy(inputs)
     best, median = best_and_median(lambda: compiled(*timing_args), args.repeat)
-
-    want_args = fresh_copy(inputs)
-    t0 = time.perf_counter()
-    want = outputs_of(func, want_args, I.interpret(kernel, *want_args))
-    t_interp = time.perf_counter() - t0
-
     print(f"{args.target}: compile {fmt_seconds(t_compile)}, run {fmt_seconds(best)} best, "
-          f"{fmt_seconds(median)} median of {max(1, args.repeat)}")
+          f"{fmt_seconds(median)} median of {max(1, args.repeat)}"
+          + (" (numpy arguments: host-device copies included)" if args.target == "cuda" else ""))
     print(f"interp: run {fmt_seconds(t_interp)}")
+    got, want = outputs_of(func, got_args, got), outputs_of(func, want_args, want)
     problems = compare(got, want)
-    values = sum(a.size for _, a in want)
     if problems:
         print(f"MISMATCH against the interpreter ({args.target} vs interp):")
         for line in problems:
             print(f"  {line}")
         return EXIT_FAILED
+    values = sum(a.size for _, a in want)
     names = ", ".join(n for n, _ in want) or "no outputs"
     print(f"bit-exact against the interpreter: yes ({values} values in {names})")
     return EXIT_OK
+
+
+def _call(fn, args):
+    """(result, None) or (None, the DomainError's message)."""
+    from ninfer_ir.errors import DomainError
+    try:
+        return fn(*args), None
+    except DomainError as e:
+        return None, str(e)
+
+
+def _errors(target: str, got_err, want_err) -> int:
+    """A run that raised ``DomainError`` on the target, the interpreter or both."""
+    if got_err == want_err:
+        raise CliError(f"DomainError: {got_err}")     # the same on both: the inputs are bad
+    print(f"MISMATCH against the interpreter ({target} vs interp):")
+    print(f"  {target}: {'DomainError: ' + got_err if got_err else 'no error'}")
+    print(f"  interp: {'DomainError: ' + want_err if want_err else 'no error'}")
+    return EXIT_FAILED
 
 
 def _pass_names(target: str) -> list[str]:
@@ -111,12 +132,12 @@ def cmd_ir(args) -> int:
                 raise usage(f"--print-after: unknown pass {', '.join(unknown)}; the pipeline "
                             f"runs {', '.join(dict.fromkeys(known))}")
     if not print_after and not args.lowered and not args.dump_dir:
-        print(kernel.ir)
+        _write(str(kernel.ir))
         return EXIT_OK
     lowered = I.lower(kernel, args.target, print_after=print_after, dump_dir=args.dump_dir)
     sys.stdout.flush()
     if args.lowered:
-        print(lowered)
+        _write(str(lowered))
     if args.dump_dir:
         print(f"stages written to {args.dump_dir}", file=sys.stderr)
     return EXIT_OK
@@ -134,5 +155,9 @@ def cmd_emit(args) -> int:
         print(f"{args.kind} of {kernel.name} written to {args.output} ({len(text)} chars)",
               file=sys.stderr)
     else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _write(text)
     return EXIT_OK
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")

@@ -1,0 +1,145 @@
+"""``ninfer gguf``: list a GGUF file, decode its tensors, check the Q4_K GEMV on them."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .cli_common import (EXIT_FAILED, EXIT_OK, CliError, EXIT_UNAVAILABLE, fmt_seconds,
+                         progress, usage)
+
+
+def _reader(path: str):
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        raise CliError("reading GGUF files needs the 'gguf' package (pip install gguf)",
+                       EXIT_UNAVAILABLE) from None
+    import os
+    if not os.path.isfile(path):
+        raise usage(f"no such file: {path}")
+    try:
+        return GGUFReader(path)
+    except (ValueError, OSError) as e:
+        raise CliError(f"{path} is not a readable GGUF file: {e}") from None
+
+
+def type_name(t) -> str:
+    return getattr(t.tensor_type, "name", str(t.tensor_type))
+
+
+def decoder_name(t) -> str | None:
+    """The ``ninfer_ir.formats`` record (or numpy conversion) that decodes ``t``."""
+    from ninfer_ir import formats
+    name = type_name(t)
+    if name in ("F32", "F16", "F64"):
+        return f"numpy {name.lower()}"
+    if name == "BF16":
+        return "bf16 words"
+    fmt = f"gguf_{name.lower()}"
+    return fmt if fmt in formats.names() else None
+
+
+def rows_first_shape(t) -> tuple:
+    """The tensor's shape with the row count first (GGUF lists the contiguous axis first)."""
+    return tuple(int(d) for d in reversed(list(t.shape)))
+
+
+def decode(t) -> np.ndarray:
+    """float32 values of ``t`` with its rows-first shape."""
+    from ninfer_ir import formats
+    name, data = type_name(t), np.asarray(t.data)
+    shape = rows_first_shape(t)
+    if name in ("F32", "F16", "F64"):
+        return data.astype(np.float32).reshape(shape)
+    if name == "BF16":
+        words = np.ascontiguousarray(data).view(np.uint16).astype(np.uint32)
+        return (words << 16).view(np.float32).reshape(shape)
+    fmt = formats.get(f"gguf_{name.lower()}")
+    rows = int(np.prod(shape[:-1]))
+    return fmt.decode(np.ascontiguousarray(data).reshape(rows, -1)).reshape(shape)
+
+
+def gguf_py_agrees(t, values: np.ndarray) -> str:
+    """Whether gguf-py's own dequantization gives the same bits ('n/a' when it has none)."""
+    try:
+        from gguf.quants import dequantize
+        other = dequantize(np.asarray(t.data), t.tensor_type)
+    except Exception:                                 # noqa: BLE001 - unsupported type
+        return "n/a"
+    other = np.asarray(other, np.float32).reshape(values.shape)
+    return "yes" if np.array_equal(other.view(np.uint32), values.view(np.uint32)) else "NO"
+
+
+def gemv_check(t, compiled, rows: int, rng) -> dict:
+    """Run the GEMV on the interpreter and ``compiled``; compare and measure the error."""
+    import ninfer_ir as I
+    from .cli_kernels import q4k_gemv
+
+    shape = rows_first_shape(t)
+    k = shape[-1]
+    w = np.ascontiguousarray(t.data).reshape(-1, k // 256, 144)
+    if rows:
+        w = w[:rows]
+    n = w.shape[0]
+    x = rng.standard_normal((k // 256, 256)).astype(np.float32)
+    y_ref, y_got = np.empty(n, np.float32), np.empty(n, np.float32)
+    t0 = time.perf_counter()
+    I.interpret(q4k_gemv, w, x, y_ref)
+    t_interp = time.perf_counter() - t0
+    compiled(w, x, y_got)                                     # first call compiles variants
+    t0 = time.perf_counter()
+    compiled(w, x, y_got)
+    t_target = time.perf_counter() - t0
+    from ninfer_ir import formats
+    wd = formats.get("gguf_q4_k").decode(w.reshape(n, -1)).astype(np.float64)
+    exact = wd @ x.reshape(-1).astype(np.float64)
+    denom = np.linalg.norm(exact)
+    rel = float(np.linalg.norm(y_got.astype(np.float64) - exact) / denom) if denom else 0.0
+    same = np.array_equal(y_ref.view(np.uint32), y_got.view(np.uint32))
+    return dict(rows=n, k=k, same=same, rel=rel, t_interp=t_interp, t_target=t_target)
+
+
+def cmd_gguf(args) -> int:
+    reader = _reader(args.path)
+    tensors = list(reader.tensors)
+    if args.tensor is not None:
+        tensors = [t for t in tensors if t.name == args.tensor]
+        if not tensors:
+            raise usage(f"{args.path} has no tensor named {args.tensor!r}")
+    print(f"{args.path}: {len(reader.tensors)} tensors")
+    print(f"{'name':<32} {'type':<8} {'shape (rows first)':<20} {'bytes':>12}  decoder")
+    for t in tensors:
+        shape = "x".join(map(str, rows_first_shape(t)))
+        print(f"{t.name:<32} {type_name(t):<8} {shape:<20} {int(t.n_bytes):>12}  "
+              f"{decoder_name(t) or '(none)'}")
+    if args.tensor is not None and decoder_name(tensors[0]):
+        values = decode(tensors[0])
+        finite = values[np.isfinite(values)]
+        lo, hi = (f"{finite.min():.6g}", f"{finite.max():.6g}") if finite.size else ("-", "-")
+        print(f"decoded {values.size} values: min {lo}, max {hi}, "
+              f"{values.size - finite.size} non-finite; "
+              f"same bits as gguf-py's dequantize: {gguf_py_agrees(tensors[0], values)}")
+
+    q4k = [t for t in tensors if type_name(t) == "Q4_K"]
+    if not q4k:
+        print("no Q4_K tensors: no GEMV to run")
+        return EXIT_OK
+    import ninfer_ir as I
+    from .cli_kernels import q4k_gemv
+    compiled = I.compile(q4k_gemv, target=args.target)
+    rng = np.random.default_rng(args.seed)
+    print(f"\nQ4_K GEMV y = W x (x standard normal, quantized to Q8_K in the kernel), "
+          f"interp against {args.target}")
+    print(f"{'tensor':<32} {'N x K':<14} {'interp':>10} {args.target:>10}  {'bit-exact':<9}  "
+          f"rel. error vs float64")
+    failures = 0
+    for t in progress(q4k, len(q4k), "GEMV"):
+        r = gemv_check(t, compiled, args.rows, rng)
+        failures += not r["same"]
+        print(f"{t.name:<32} {r['rows']}x{r['k']:<{13 - len(str(r['rows']))}} "
+              f"{fmt_seconds(r['t_interp']):>10} {fmt_seconds(r['t_target']):>10}  "
+              f"{'yes' if r['same'] else 'NO':<9}  {r['rel']:.3e}")
+    print(f"{len(q4k) - failures} of {len(q4k)} Q4_K tensors bit-exact between interp and "
+          f"{args.target}")
+    return EXIT_FAILED if failures else EXIT_OK
