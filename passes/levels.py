@@ -15,7 +15,7 @@ def _shaped_ok(v) -> str | None:
     if isinstance(v, BlockArgument):
         return None if isinstance(v.block.parent_op, FuncOp) else "a shaped block argument"
     op = v.op
-    if op.name in ("alloc", "subview"):
+    if op.name in ("alloc", "subview", "decode"):   # a decode row is lazy: read, never stored
         return None
     if op.name in _REGISTER_OPS:
         if v.type.rank != 0:
