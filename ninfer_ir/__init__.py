@@ -15,7 +15,7 @@
     I.compile(q4k_gemv, target="cpu")(w, x, y)
 """
 from .errors import (NinferError, DSLError, ParseError, VerifyError, DomainError,
-                     TargetUnavailable)
+                     TargetUnavailable, FormatError, CompileError)
 from .quant import namespace as quant
 from .types import (f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_,
                     index, ScalarType, TensorType, BufferType)

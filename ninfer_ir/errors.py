@@ -75,3 +75,17 @@ class DomainError(NinferError, ValueError):
 
 class TargetUnavailable(NinferError):
     """The requested target cannot run here (e.g. ``cuda`` without a GPU)."""
+
+
+class FormatError(NinferError, ValueError):
+    """A request the formats registry cannot honour: an unknown format or method name,
+    a wrong dtype or shape, or an implicit conversion between types. Bad numeric
+    *content* (a NaN source value, an illegal code, an invalid scale) is a DomainError."""
+
+
+class CompileError(NinferError):
+    """Generated source does not compile (e.g. CUDA C under NVRTC); carries the log."""
+
+    def __init__(self, message: str, log: str = ""):
+        self.log = log
+        super().__init__(f"{message}\n{log}" if log else message)

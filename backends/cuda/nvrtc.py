@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-from ninfer_ir.errors import NinferError, TargetUnavailable
+from ninfer_ir.errors import CompileError, NinferError, TargetUnavailable  # noqa: F401
 
 __all__ = ["CompileError", "EXACT_OPTIONS", "available_compilers", "compile_to_ptx",
            "compile_to_cubin", "check_exact_ptx"]
@@ -37,14 +37,6 @@ _FORBIDDEN = re.compile(r"(use_fast_math|fmad=true|ftz=true|prec-div=false|"
                         r"prec-sqrt=false|extra-device-vectorization)")
 
 _ARCH = re.compile(r"^(?:sm|compute)_(\d+[a-z]?)$")
-
-
-class CompileError(NinferError):
-    """The CUDA C source does not compile; carries the compiler's log."""
-
-    def __init__(self, message: str, log: str = ""):
-        self.log = log
-        super().__init__(f"{message}\n{log}" if log else message)
 
 
 # PTX that would round differently from the spec: contraction, flush-to-zero,

@@ -14,16 +14,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import DomainError, NinferError
-
-
-class FormatError(NinferError, ValueError):
-    """A request the registry cannot honour: an unknown format or method name,
-    a wrong dtype or shape, or an implicit conversion between types.
-
-    Bad numeric *content* (a NaN source value, an illegal code, an invalid
-    scale) is reported as :class:`ninfer_ir.errors.DomainError` instead.
-    """
+from ..errors import DomainError, FormatError, NinferError  # noqa: F401  (FormatError re-exported)
 
 
 class Category(str, Enum):
