@@ -1,0 +1,318 @@
+"""Views and memory for the C-like emitter: ``dim``, ``subview``, ``load``, ``store``,
+``copy``, ``alloc``, ``dealloc``, ``decode``, and the host expressions of view shapes.
+
+A view is a byte pointer with sizes and byte strides (C expressions); an element's
+address is ``ptr + sum(index * stride)``, so views at any offset and with any (even
+negative) strides are addressed as they are. Indices and ranges are guarded exactly
+as the interpreter checks them (``0 <= i < n``; ``0 <= start <= stop <= n`` and
+``step >= 1``), in axis order. A result whose declared type names a static size or
+a bound symbol is checked against its run-time size (the interpreter's
+``VerifyError``), after which the declared size is used.
+
+``decode`` gives a lazy f32 row (``Decoded``): element ``k`` is computed where it is
+read (``load``, ``dot``, ``reduce``, ``copy``) by a per-format helper, exactly as
+``backends/interp/decode.py``: the ``b``-bit little-endian word at stream bits
+``[k*b, (k+1)*b)`` (a byte past the row reads as 0), its signed code, and
+``binary32(s32 * binary32(q))`` with ``s32`` the group's binary16 scale.
+"""
+from __future__ import annotations
+
+from ninfer_ir import ops as O
+from ninfer_ir.ir import BlockArgument
+from ninfer_ir.types import ScalarType, ShapedType, index
+
+from .scalars import c_type
+
+__all__ = ["View", "Reg", "Decoded", "element", "host_shape", "host_value", "LOWERINGS"]
+
+
+class View:
+    """A memory view in emitted code: byte pointer, sizes and byte strides."""
+    __slots__ = ("ptr", "sizes", "strides", "dtype")
+
+    def __init__(self, ptr, sizes, strides, dtype):
+        self.ptr, self.sizes, self.strides, self.dtype = ptr, list(sizes), list(strides), dtype
+
+
+class Reg:
+    """A rank-0 tensor held in a C scalar (the result of dot/reduce/quantized_dot)."""
+    __slots__ = ("expr", "dtype")
+
+    def __init__(self, expr, dtype):
+        self.expr, self.dtype = expr, dtype
+
+
+class Decoded:
+    """A lazy decoded f32 row: ``sizes`` like a view, elements computed when read."""
+    __slots__ = ("packed", "scales", "fn", "sizes", "dtype")
+
+    def __init__(self, packed, scales, fn, k, dtype):
+        self.packed, self.scales, self.fn, self.sizes, self.dtype = packed, scales, fn, [k], dtype
+
+
+def element(e, x, idx) -> str:
+    """A C expression for element ``idx`` of a view or decoded row (no bounds check)."""
+    if isinstance(x, Decoded):
+        p, s = x.packed, x.scales
+        return (f"{x.fn}({p.ptr}, {p.strides[0]}, {p.sizes[0]}, {s.ptr}, {s.strides[0]}, "
+                f"{idx[0]})")
+    return f"{e.lib.load(x.dtype)}({address(x, idx)})"
+
+
+def _mul(a: str, b: str) -> str:
+    if a == "0" or b == "0":
+        return "0"
+    if a == "1":
+        return b
+    if b == "1":
+        return a
+    if a.isdigit() and b.isdigit():
+        return str(int(a) * int(b))
+    return f"{a} * {b}"
+
+
+def address(view: View, idx) -> str:
+    terms = [_mul(i, s) for i, s in zip(idx, view.strides)]
+    terms = [t for t in terms if t != "0"]
+    return " + ".join([view.ptr] + [f"({t})" if " " in t else t for t in terms])
+
+
+# --- host expressions (sizes the launcher can compute before a launch) ----------------
+
+def host_value(v):
+    """The host expression of an index/integer scalar, or None."""
+    if isinstance(v, BlockArgument):
+        if v.block.parent_op is not None and v.block.parent_op.name == "func" \
+                and v.type is index:
+            return ("arg", v.index)
+        return None
+    op = v.op
+    if isinstance(op, O.ConstantOp) and isinstance(op.attrs.get("value"), int) \
+            and op.result.type.is_int:
+        return ("const", int(op.attrs["value"]))
+    if isinstance(op, O.DimOp):
+        shape = host_shape(op.operands[0])
+        return shape[op.attrs["axis"]] if shape is not None else None
+    if op.name in ("add", "sub", "mul", "div", "rem", "min", "max") \
+            and isinstance(v.type, ScalarType) and v.type.is_int:
+        a, b = (host_value(x) for x in op.operands)
+        return None if a is None or b is None else ("bin", op.name, v.type, a, b)
+    return None
+
+
+def host_shape(v):
+    """Host expressions of a view's sizes (None where one is not computable)."""
+    t = v.type
+    if isinstance(v, BlockArgument):
+        if v.block.parent_op is None or v.block.parent_op.name != "func":
+            return None
+        return [("const", d) if isinstance(d, int) else ("dim", v.index, axis)
+                for axis, d in enumerate(t.shape)]
+    op = v.op
+    if isinstance(op, O.AllocOp):
+        sizes = iter(op.operands)
+        out = []
+        for d in t.shape:
+            out.append(("const", d) if isinstance(d, int) else host_value(next(sizes)))
+        return out
+    if isinstance(op, O.SubviewOp):
+        src = host_shape(op.operands[0])
+        if src is None:
+            return None
+        out, k = [], 1
+        for code, d in zip(op.attrs["axes"], src):
+            if code == "i":
+                k += 1
+            elif code == "r":
+                start, stop, step = (host_value(x) for x in op.operands[k:k + 3])
+                k += 3
+                out.append(None if None in (start, stop, step) else ("rlen", start, stop, step))
+            else:
+                out.append(d)
+        return [("const", d) if isinstance(d, int) else h for d, h in zip(t.shape, out)]
+    return None
+
+
+# --- lowerings -----------------------------------------------------------------------
+
+def lower_dim(e, op):
+    return e.value(op.operands[0]).sizes[op.attrs["axis"]]
+
+
+def _bounds(e, op, view, idx):
+    for axis, (i, n) in enumerate(zip(idx, view.sizes)):
+        if not e.in_range(i, n):
+            e.guard(f"(nq_u64)({i}) < (nq_u64)({n})", ("index", op, axis), [i, n])
+
+
+def lower_load(e, op):
+    src = e.value(op.operands[0])
+    if isinstance(src, Reg):
+        return src.expr
+    idx = [e.value(v) for v in op.operands[1:]]
+    _bounds(e, op, src, idx)
+    return e.let(op.result, element(e, src, idx))
+
+
+def lower_store(e, op):
+    value, dst = e.value(op.operands[0]), e.value(op.operands[1])
+    idx = [e.value(v) for v in op.operands[2:]]
+    _bounds(e, op, dst, idx)
+    e.effect(f"{e.lib.store(dst.dtype)}({address(dst, idx)}, {value});")
+
+
+def conform(e, op, view, t: ShapedType):
+    """Guard the run-time sizes against the declared type; use the declared sizes."""
+    sizes = []
+    checks = []
+    for d, have in zip(t.shape, view.sizes):
+        want = str(d) if isinstance(d, int) else e.symbols.get(d) if isinstance(d, str) else None
+        if want is not None and want != have:
+            checks.append(f"{have} == {want}")
+        sizes.append(want if want is not None else have)
+    if checks:
+        e.guard(" && ".join(checks), ("result_type", op, 0), list(view.sizes))
+    view.sizes = sizes
+    return view
+
+
+def lower_subview(e, op):
+    src = e.value(op.operands[0])
+    vals = [e.value(v) for v in op.operands[1:]]
+    offs, sizes, strides, k = [], [], [], 0
+    for axis, code in enumerate(op.attrs["axes"]):
+        n, s = src.sizes[axis], src.strides[axis]
+        if code == ":":
+            sizes.append(n)
+            strides.append(s)
+            continue
+        if code == "i":
+            start = vals[k]
+            k += 1
+            if not e.in_range(start, n):
+                e.guard(f"(nq_u64)({start}) < (nq_u64)({n})", ("index", op, axis), [start, n])
+        else:
+            start, stop, step = vals[k:k + 3]
+            k += 3
+            e.guard(f"{step} > 0 && (nq_u64)({start}) <= (nq_u64)({stop}) && "
+                    f"(nq_u64)({stop}) <= (nq_u64)({n})", ("range", op, axis),
+                    [start, stop, step, n])
+            sizes.append(e.temp("nq_i64", f"({stop} - {start} + {step} - 1) / {step}",
+                                op.result, f"n{len(sizes)}"))
+            strides.append(e.temp("nq_i64", _mul(s, step), op.result, f"s{len(strides)}"))
+        offs.append(_mul(start, s))
+    const = "const " if not op.result.type.writable else ""
+    ptr = address(View(src.ptr, [], [], src.dtype), []) if not offs else \
+        src.ptr + " + " + " + ".join(f"({o})" if " " in o else o for o in offs)
+    ptr = e.temp(f"{const}nq_u8*", ptr, op.result)
+    return conform(e, op, View(ptr, sizes, strides, src.dtype), op.result.type)
+
+
+def _nested(e, sizes, body, name="nq_i"):
+    """Loops over every index tuple of ``sizes`` (row-major) calling ``body(idx)``."""
+    idx = []
+    for d, n in enumerate(sizes):
+        i = e.fresh(f"{name}{d}")
+        e.open(f"for (nq_i64 {i} = 0; {i} < {n}; ++{i}) {{")
+        idx.append(i)
+    body(idx)
+    for _ in sizes:
+        e.close("}")
+
+
+def lower_copy(e, op):
+    src, dst = e.value(op.operands[0]), e.value(op.operands[1])
+    if isinstance(src, Reg):
+        e.effect(f"{e.lib.store(dst.dtype)}({address(dst, [])}, {src.expr});")
+        return
+    same = " && ".join(f"{a} == {b}" for a, b in zip(src.sizes, dst.sizes) if a != b)
+    if same:
+        e.guard(same, ("copy", op, 0), list(src.sizes) + list(dst.sizes))
+    e.begin_effect()
+    if isinstance(src, Decoded):
+        st = e.lib.store(dst.dtype)
+        _nested(e, src.sizes,
+                lambda idx: e.line(f"{st}({address(dst, idx)}, {element(e, src, idx)});"))
+    else:
+        mv = e.lib.bytes_copy(max(1, src.dtype.bits // 8))
+        _nested(e, src.sizes,
+                lambda idx: e.line(f"{mv}({address(dst, idx)}, {address(src, idx)});"))
+    e.end_effect()
+
+
+def lower_alloc(e, op):
+    t = op.result.type
+    slot = e.plan_alloc(op)
+    sizes = []
+    operands = iter(op.operands)
+    for d in t.shape:
+        if isinstance(d, int):
+            sizes.append(str(d))
+            continue
+        v = next(operands)
+        n = e.value(v)
+        if not _nonnegative(v):
+            e.guard(f"{n} >= 0", ("alloc_size", op, 0), [n])
+        sizes.append(n)
+    view = conform(e, op, View("", sizes, [], t.dtype), t)
+    itemsize = max(1, t.dtype.bits // 8)
+    strides, total = [], str(itemsize)
+    for n in reversed(view.sizes):
+        strides.insert(0, total)
+        total = _mul(total, n if " " not in n else f"({n})")
+    view.strides = [s if s.isdigit() else e.temp("nq_i64", s, op.result, f"s{k}")
+                    for k, s in enumerate(strides)]
+    view.ptr = e.temp("nq_u8*", e.arena_address(slot), op.result)
+    if not slot.top_level and e.guards_on:
+        e.zero(view.ptr, total)
+    return view
+
+
+def _nonnegative(v) -> bool:
+    op = getattr(v, "op", None)
+    if isinstance(op, O.DimOp):
+        return True
+    return isinstance(op, O.ConstantOp) and op.attrs.get("value", -1) >= 0
+
+
+def lower_dealloc(e, op):
+    return None
+
+
+def lower_decode(e, op):
+    packed, scales, k = (e.value(v) for v in op.operands)
+    fmt = op.attrs["format"]
+    p, n = packed.sizes[0], scales.sizes[0]
+    e.guard(f"{k} >= 1 && {k} < ((nq_i64)1 << 56) && {p} == ({k} * {fmt.bits} + 7) / 8 && "
+            f"{n} == ({k} + {fmt.group - 1}) / {fmt.group}", ("decode", op, 0), [p, n, k])
+    row = Decoded(packed, scales, decode_fn(e.lib, fmt), k, op.result.type.dtype)
+    return conform(e, op, row, op.result.type)
+
+
+def decode_fn(lib, fmt) -> str:
+    from ninfer_ir.types import f16, f32
+    offset = getattr(fmt.word_codec, "offset", None)
+    sign = 1 << (fmt.bits - 1)
+    code = (f"(nq_i32)word - {offset}" if offset is not None
+            else f"(nq_i32)(word ^ {sign}u) - {sign}")
+    return lib.define(f"nq_decode_{fmt.name}", """$FN float $NAME(const nq_u8* p, nq_i64 ps, nq_i64 pn,
+                              const nq_u8* s, nq_i64 ss, nq_i64 k) {
+    const nq_i64 pos = k * $BITS, byte = pos >> 3;
+    const nq_u32 lo = p[byte * ps], hi = byte + 1 < pn ? p[(byte + 1) * ps] : 0u;
+    const nq_u32 word = ((lo | (hi << 8)) >> (pos & 7)) & ${MASK}u;
+    const nq_i32 q = $CODE;
+    return $MUL($H2F($LDH(s + (k / $GROUP) * ss)), (float)q);
+}
+""", BITS=fmt.bits, MASK=(1 << fmt.bits) - 1, CODE=code, GROUP=fmt.group,
+        MUL=lib.binary("mul", f32), H2F=lib.f16_to_f32(), LDH=lib.load(f16))
+
+
+def ctype_of(t) -> str:
+    return c_type(t.dtype if isinstance(t, ShapedType) else t)
+
+
+LOWERINGS = {
+    O.DimOp: lower_dim, O.SubviewOp: lower_subview, O.LoadOp: lower_load,
+    O.StoreOp: lower_store, O.CopyOp: lower_copy, O.AllocOp: lower_alloc,
+    O.DeallocOp: lower_dealloc, O.DecodeOp: lower_decode,
+}
