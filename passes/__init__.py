@@ -9,9 +9,10 @@ from .licm import LICM
 from .lower import Lower
 from .manager import Pass, PassError, PassManager, PassRecord, Report
 from .materialize import Materialize
+from .parallelize import Parallelize
 from .peak import PeakBytes, peak_bytes
 from .pipeline import default_passes, lower
 
 __all__ = ["Pass", "PassError", "PassManager", "PassRecord", "Report", "Canonicalize", "CSE",
-           "DCE", "LICM", "Fuse", "Materialize", "Lower", "PeakBytes", "peak_bytes",
+           "DCE", "LICM", "Fuse", "Materialize", "Lower", "Parallelize", "PeakBytes", "peak_bytes",
            "default_passes", "lower", "loop_level_problems"]

@@ -16,6 +16,10 @@ every stage):
  9. cse           share the constants and ``dim``s of the loop nests
 10. licm          hoist per-row invariants of the loop nests (the guard of a fold)
 11. dce           drop the rest
+12. parallelize   (cuda only) mark loops whose iterations are independent as parallel,
+                  so the row loop of a GEMV written with ``I.range`` fills the grid; the
+                  CPU backend finds its GEMV rows pattern itself and keeps small loops
+                  on one thread
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from .licm import LICM
 from .lower import Lower
 from .manager import PassManager, Report
 from .materialize import Materialize
+from .parallelize import Parallelize
 from .peak import peak_bytes
 
 TARGETS = ("interp", "cpu", "cuda")
@@ -39,8 +44,11 @@ def default_passes(target: str = "cpu") -> list:
     """The pass list for ``target``; every target takes the same loop-level IR."""
     if target not in TARGETS:
         raise TargetUnavailable(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
-    return [Canonicalize(), CSE(), LICM(), DCE(), Fuse(), Materialize(), Lower(),
-            Canonicalize(), CSE(), LICM(), DCE()]
+    passes = [Canonicalize(), CSE(), LICM(), DCE(), Fuse(), Materialize(), Lower(),
+              Canonicalize(), CSE(), LICM(), DCE()]
+    if target == "cuda":
+        passes.append(Parallelize())
+    return passes
 
 
 def lower(module, target: str = "cpu", print_after=None, dump_dir=None, print_to=None,

@@ -16,7 +16,7 @@ NAMES = [p.name for p in default_passes()]
 def test_default_pipeline_order():
     assert NAMES == ["canonicalize", "cse", "licm", "dce", "fuse", "materialize", "lower",
                      "canonicalize", "cse", "licm", "dce"]
-    assert [p.name for p in default_passes("cuda")] == NAMES
+    assert [p.name for p in default_passes("cuda")] == NAMES + ["parallelize"]
     with pytest.raises(TargetUnavailable, match="unknown target 'tpu'"):
         default_passes("tpu")
 
