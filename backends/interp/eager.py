@@ -26,7 +26,10 @@ from ninfer_ir import semantics
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.quant import QuantSchema, q4_k, q8_k
 from ninfer_ir.sumorder import SumOrder
-from ninfer_ir.types import BufferType, ScalarType, bf16, bool_, f32, f64, from_numpy, i64
+from ninfer_ir.types import (BufferType, ScalarType, ShapedType, bool_, f32, f64, from_numpy,
+                             i64)
+
+from backends.signature import bind_call, out_shape
 
 from . import quantops
 
@@ -277,125 +280,24 @@ def bitcast(x, dtype, src=None) -> np.ndarray:
 
 # --- the call boundary: numpy arguments against a function's parameters ----------
 
-_MISSING = object()
-
-
-def _param_name(func, k):
-    hint = func.args[k].name_hint
-    return f"argument {k} (%{hint})" if hint else f"argument {k}"
-
-
-def _scalar_arg(func, k, t, value):
-    where = f"@{func.sym_name}: {_param_name(func, k)}"
-    if isinstance(value, (np.ndarray, np.generic)):
-        if value.shape != () or value.dtype != t.np_dtype:
-            raise VerifyError(f"{where} must be a {t} scalar (numpy {t.np_dtype}), got "
-                              f"{value.dtype}[{','.join(map(str, value.shape))}]")
-        return np.array(value)
-    if isinstance(value, bool):
-        if t is not bool_:
-            raise VerifyError(f"{where} must be a {t} scalar, got the Python bool {value}")
-        return np.asarray(value)
-    if isinstance(value, int) and t.is_int:
-        lo, hi = semantics.int_range(t)
-        if not lo <= value <= hi:
-            raise VerifyError(f"{where}: {value} does not fit {t}")
-        return np.asarray(value, dtype=t.np_dtype)
-    if isinstance(value, float) and t.is_float and t is not bf16:
-        v = np.asarray(value, dtype=t.np_dtype)
-        if not (float(v) == value or (value != value and v != v)):
-            raise VerifyError(f"{where}: the Python float {value!r} is not exactly a {t}; "
-                              f"pass a numpy {t.np_dtype} scalar")
-        return v
-    raise VerifyError(f"{where} must be a {t} scalar, got {type(value).__name__}")
-
-
-def _shaped_arg(func, k, t, value, symbols):
-    where = f"@{func.sym_name}: {_param_name(func, k)}"
-    if not isinstance(value, np.ndarray):
-        raise VerifyError(f"{where} must be a numpy array for {t}, got {type(value).__name__}")
-    if value.dtype != t.dtype.np_dtype:
-        raise VerifyError(f"{where} must have numpy dtype {t.dtype.np_dtype} for {t}, "
-                          f"got {value.dtype}")
-    if value.ndim != t.rank:
-        raise VerifyError(f"{where} must have rank {t.rank} for {t}, got shape "
-                          f"{list(value.shape)}")
-    for axis, (d, n) in enumerate(zip(t.shape, value.shape)):
-        if isinstance(d, int) and d != n:
-            raise VerifyError(f"{where}: axis {axis} must be {d} for {t}, got shape "
-                              f"{list(value.shape)}")
-        if isinstance(d, str):
-            bound = symbols.setdefault(d, (n, f"{_param_name(func, k)} axis {axis}"))
-            if bound[0] != n:
-                raise VerifyError(f"{where}: symbol {d} is {bound[0]} (from {bound[1]}) but "
-                                  f"axis {axis} is {n}")
-    if isinstance(t, BufferType):
-        if not value.flags.writeable:
-            raise VerifyError(f"{where} is read-only but {t} is written")
-        return value
-    view = value.view()
-    view.flags.writeable = False
-    return view
-
-
-def _output_buffer(func, k, t, symbols):
-    shape = []
-    for d in t.shape:
-        if isinstance(d, str) and d in symbols:
-            d = symbols[d][0]
-        if not isinstance(d, int):
-            raise VerifyError(f"@{func.sym_name}: cannot allocate the output "
-                              f"{_param_name(func, k)} of type {t}: its size is not known "
-                              f"from the inputs; pass it explicitly")
-        shape.append(d)
-    return np.zeros(shape, dtype=t.dtype.np_dtype)
-
-
 def bind_arguments(func, args, kwargs):
-    """Check a call against ``func``'s parameters.
+    """Check a call against ``func``'s parameters (``backends/signature.py``).
 
     Returns ``(values, symbols, outputs)``: the parameter values (read-only views for
     tensors), the symbol bindings ``name -> (size, where)`` and the indices of the
     output buffers allocated here (empty unless the call left them out).
     """
-    params = func.args
-    n_out = func.attrs.get("returns", 0)
-    if (isinstance(n_out, bool) or not isinstance(n_out, int) or not 0 <= n_out <= len(params)
-            or not all(isinstance(p.type, BufferType) for p in params[len(params) - n_out:])):
-        raise VerifyError(f"@{func.sym_name}: attribute 'returns' must count trailing buffer "
-                          f"parameters, got {n_out!r}")
-    given = list(args)
-    if len(given) > len(params):
-        raise VerifyError(f"@{func.sym_name} takes {len(params)} argument(s), got {len(given)}")
-    names = {p.name_hint: k for k, p in enumerate(params) if p.name_hint}
-    slots = given + [_MISSING] * (len(params) - len(given))
-    for key, value in kwargs.items():
-        k = names.get(key)
-        if k is None:
-            raise VerifyError(f"@{func.sym_name} has no parameter %{key}")
-        if slots[k] is not _MISSING:
-            raise VerifyError(f"@{func.sym_name}: {_param_name(func, k)} is given twice")
-        slots[k] = value
-    missing = [k for k, v in enumerate(slots) if v is _MISSING]
-    outputs = list(range(len(params) - n_out, len(params)))
-    if not missing or (n_out and missing == outputs):
-        outputs = outputs if missing else []
-    else:
-        raise VerifyError(f"@{func.sym_name}: missing "
-                          + ", ".join(_param_name(func, k) for k in missing))
-    symbols = {}
-    values = []
-    for k, (p, v) in enumerate(zip(params, slots)):
+    values, symbols, outputs = bind_call(func, args, kwargs,
+                                         lambda v: isinstance(v, np.ndarray),
+                                         lambda v: v.flags.writeable)
+    for k, p in enumerate(func.args):
         if k in outputs:
-            values.append(None)
-        elif isinstance(p.type, ScalarType):
-            values.append(_scalar_arg(func, k, p.type, v))
-        else:
-            values.append(_shaped_arg(func, k, p.type, v, symbols))
-    for k in outputs:
-        values[k] = _output_buffer(func, k, params[k].type, symbols)
+            values[k] = np.zeros(out_shape(func, k, symbols), dtype=p.type.dtype.np_dtype)
+        elif isinstance(p.type, ShapedType) and not isinstance(p.type, BufferType):
+            view = values[k].view()
+            view.flags.writeable = False
+            values[k] = view
     return values, symbols, outputs
-
 
 
 # -- decode and elementwise helpers of the facade -------------------------------------

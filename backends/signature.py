@@ -1,0 +1,134 @@
+"""Binding a call to a kernel's parameters, shared by every runtime (interpreter,
+CPU, host C, CUDA) so that a bad call gets the same message everywhere.
+
+``bind_call(func, args, kwargs, is_array, writable)`` checks the argument count and
+names, scalar types and ranges, array dtypes, ranks, static dims, symbol consistency
+(the same symbol is the same size) and that buffers are writable. It returns
+``(values, symbols, outputs)``: values per parameter (``None`` for the trailing output
+buffers the call left out; ``out_shape`` gives their shapes), the symbol bindings
+``name -> (size, where)`` and the indices of those outputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ninfer_ir import semantics
+from ninfer_ir.errors import VerifyError
+from ninfer_ir.ir import FuncOp
+from ninfer_ir.types import BufferType, ScalarType, bf16, bool_
+
+__all__ = ["bind_call", "out_shape", "param_name"]
+
+
+def param_name(func, k):
+    hint = func.args[k].name_hint
+    return f"argument {k} (%{hint})" if hint else f"argument {k}"
+
+
+def _scalar(func, k, t, value):
+    where = f"@{func.sym_name}: {param_name(func, k)}"
+    if isinstance(value, (np.ndarray, np.generic)):
+        if value.shape != () or value.dtype != t.np_dtype:
+            raise VerifyError(f"{where} must be a {t} scalar (numpy {t.np_dtype}), got "
+                              f"{value.dtype}[{','.join(map(str, value.shape))}]")
+        return np.array(value).reshape(())
+    if isinstance(value, bool):
+        if t is not bool_:
+            raise VerifyError(f"{where} must be a {t} scalar, got the Python bool {value}")
+        return np.asarray(value)
+    if isinstance(value, int) and t.is_int:
+        lo, hi = semantics.int_range(t)
+        if not lo <= value <= hi:
+            raise VerifyError(f"{where}: {value} does not fit {t}")
+        return np.asarray(value, dtype=t.np_dtype)
+    if isinstance(value, float) and t.is_float and t is not bf16:
+        v = np.asarray(value, dtype=t.np_dtype)
+        if not (float(v) == value or (value != value and v != v)):
+            raise VerifyError(f"{where}: the Python float {value!r} is not exactly a {t}; "
+                              f"pass a numpy {t.np_dtype} scalar")
+        return v
+    raise VerifyError(f"{where} must be a {t} scalar, got {type(value).__name__}")
+
+
+def _shaped(func, k, t, value, symbols, is_array, writable):
+    where = f"@{func.sym_name}: {param_name(func, k)}"
+    if not is_array(value):
+        raise VerifyError(f"{where} must be an array (numpy or device) for {t}, got "
+                          f"{type(value).__name__}")
+    if value.dtype != t.dtype.np_dtype:
+        raise VerifyError(f"{where} must have numpy dtype {t.dtype.np_dtype} for {t}, "
+                          f"got {value.dtype}")
+    if value.ndim != t.rank:
+        raise VerifyError(f"{where} must have rank {t.rank} for {t}, got shape "
+                          f"{list(value.shape)}")
+    for axis, (d, n) in enumerate(zip(t.shape, value.shape)):
+        if isinstance(d, int) and d != n:
+            raise VerifyError(f"{where}: axis {axis} must be {d} for {t}, got shape "
+                              f"{list(value.shape)}")
+        if isinstance(d, str):
+            bound = symbols.setdefault(d, (n, f"{param_name(func, k)} axis {axis}"))
+            if bound[0] != n:
+                raise VerifyError(f"{where}: symbol {d} is {bound[0]} (from {bound[1]}) but "
+                                  f"axis {axis} is {n}")
+    if isinstance(t, BufferType) and not writable(value):
+        raise VerifyError(f"{where} is read-only but {t} is written")
+    return value
+
+
+_MISSING = object()
+
+
+def bind_call(func: FuncOp, args, kwargs, is_array, writable):
+    """Check a call like the interpreter does (same messages).
+
+    Returns ``(values, symbols, outputs)``: values per parameter (``None`` for the
+    outputs to allocate), symbol bindings ``name -> (size, where)`` and the output
+    parameter indices to allocate (their shapes follow from ``out_shape``).
+    """
+    params = func.args
+    n_out = func.attrs.get("returns", 0)
+    if (isinstance(n_out, bool) or not isinstance(n_out, int) or not 0 <= n_out <= len(params)
+            or not all(isinstance(p.type, BufferType) for p in params[len(params) - n_out:])):
+        raise VerifyError(f"@{func.sym_name}: attribute 'returns' must count trailing buffer "
+                          f"parameters, got {n_out!r}")
+    given = list(args)
+    if len(given) > len(params):
+        raise VerifyError(f"@{func.sym_name} takes {len(params)} argument(s), got {len(given)}")
+    names = {p.name_hint: k for k, p in enumerate(params) if p.name_hint}
+    slots = given + [_MISSING] * (len(params) - len(given))
+    for key, value in kwargs.items():
+        k = names.get(key)
+        if k is None:
+            raise VerifyError(f"@{func.sym_name} has no parameter %{key}")
+        if slots[k] is not _MISSING:
+            raise VerifyError(f"@{func.sym_name}: {param_name(func, k)} is given twice")
+        slots[k] = value
+    missing = [k for k, v in enumerate(slots) if v is _MISSING]
+    outputs = list(range(len(params) - n_out, len(params)))
+    if missing and not (n_out and missing == outputs):
+        raise VerifyError(f"@{func.sym_name}: missing "
+                          + ", ".join(param_name(func, k) for k in missing))
+    outputs = outputs if missing else []
+    symbols, values = {}, []
+    for k, (p, v) in enumerate(zip(params, slots)):
+        if k in outputs:
+            values.append(None)
+        elif isinstance(p.type, ScalarType):
+            values.append(_scalar(func, k, p.type, v))
+        else:
+            values.append(_shaped(func, k, p.type, v, symbols, is_array, writable))
+    return values, symbols, outputs
+
+
+def out_shape(func: FuncOp, k: int, symbols) -> tuple:
+    t = func.args[k].type
+    shape = []
+    for d in t.shape:
+        if isinstance(d, str) and d in symbols:
+            d = symbols[d][0]
+        if not isinstance(d, int):
+            raise VerifyError(f"@{func.sym_name}: cannot allocate the output "
+                              f"{param_name(func, k)} of type {t}: its size is not known "
+                              f"from the inputs; pass it explicitly")
+        shape.append(d)
+    return tuple(shape)
