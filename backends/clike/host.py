@@ -62,19 +62,20 @@ def compile_shared(source: str) -> ctypes.CDLL:
     """gcc ``source`` into a shared library (cached per process by content)."""
     key = hashlib.sha256(source.encode()).hexdigest()
     if key in _BUILT:
-        return _BUILT[key][0]
+        return _BUILT[key]
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
         raise TargetUnavailable("host C: no C compiler (gcc) on PATH")
-    tmp = tempfile.mkdtemp(prefix="ninfer_hostc_")
-    src, lib = os.path.join(tmp, "k.c"), os.path.join(tmp, "k.so")
-    with open(src, "w") as f:
-        f.write(source)
-    proc = subprocess.run([gcc, *GCC_FLAGS, "-o", lib, src], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"gcc failed on the emitted host C:\n{proc.stderr[:4000]}")
-    handle = ctypes.CDLL(lib)
-    _BUILT[key] = (handle, tmp)
+    with tempfile.TemporaryDirectory(prefix="ninfer_hostc_") as tmp:
+        src, lib = os.path.join(tmp, "k.c"), os.path.join(tmp, "k.so")
+        with open(src, "w") as f:
+            f.write(source)
+        proc = subprocess.run([gcc, *GCC_FLAGS, "-o", lib, src], capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"gcc failed on the emitted host C:\n{proc.stderr[:4000]}")
+        handle = ctypes.CDLL(lib)     # stays mapped after its file is removed
+    _BUILT[key] = handle
     return handle
 
 
