@@ -310,6 +310,10 @@ class JITModule:
             raise LookupError(f"no function {name!r} in this JIT module")
         return addr
 
+    def global_address(self, name: str) -> int:
+        """The address of the exported global ``name``, or 0 when there is none."""
+        return self._engine.get_global_value_address(name)
+
     def get(self, name: str, restype, argtypes):
         """A ctypes function for ``name``; it keeps this module (and its code) alive."""
         fn = ctypes.CFUNCTYPE(restype, *argtypes)(self.address(name))

@@ -18,23 +18,158 @@ becomes the interpreter's error (``status.error_for_status``).
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
+import sys
+import sysconfig
+from functools import lru_cache
+from pathlib import Path
 
+import llvmlite.ir as ir
 import numpy as np
+
+import ninfer_ir
 
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import BufferType, ShapedType
 from backends.interp.eager import bind_arguments
 
-from .codegen import lower_module
-from .jit import JITModule
+from .codegen import lower_module, slot_layout
+from .jit import JITModule, host_target
 from .status import ERR_SLOTS, error_for_status
 from .threads import par_entry
 
 __all__ = ["CompiledKernel", "compile_module"]
 
 _KERNEL_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_KEY_VERSION = 1
+_ERR_BLOCK = ctypes.c_int64 * ERR_SLOTS
+
+
+def _choose_data_address():
+    """A function giving the data address of an ndarray.
+
+    ``ndarray.ctypes.data`` builds a helper object on every use (about 0.8 us). On
+    CPython with numpy's C layout (``PyArrayObject``: the object header, then the
+    ``data`` pointer, the field ``PyArray_DATA`` reads) the address is read from the
+    array object directly; this is used only when it agrees with ``ctypes.data`` on
+    a set of probe views, else ``ctypes.data`` is used."""
+    def slow(x):
+        return x.ctypes.data
+    if sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return slow
+    offset = object.__basicsize__
+    read = ctypes.c_size_t.from_address
+    ndarray = np.ndarray
+
+    def fast(x):
+        return read(id(x) + offset).value if type(x) is ndarray else x.ctypes.data
+    base = np.arange(4 * 6 * 8, dtype=np.float32).reshape(4, 6, 8)
+    probes = [base, base[1:, ::-2, 3], base[::-1], base[2, 3, 4:5], base.T, base[0, 0, 0:0],
+              np.zeros((), np.float64), np.frombuffer(bytes(64), np.uint8, offset=3, count=5),
+              np.zeros(7, np.int8)[1:].view(np.uint8)]
+    try:
+        if all(fast(x) == slow(x) for x in probes):
+            return fast
+    except Exception:
+        pass
+    return slow
+
+
+_data_address = _choose_data_address()
+
+
+# The sources whose text decides the LLVM code emitted for a loop-level module: every
+# module of this package and the IR core modules the emitter reads.
+_GENERATOR_SOURCES = ("ir.py", "ops.py", "types.py", "quant.py", "semantics.py",
+                      "sumorder.py", "errors.py")
+
+
+@lru_cache(maxsize=None)
+def generator_digest() -> str:
+    """sha256 over the code generator's source files (names and contents)."""
+    here = Path(__file__).resolve().parent
+    core = Path(ninfer_ir.__file__).resolve().parent
+    h = hashlib.sha256()
+    files = [("backends/llvm/" + p.name, p) for p in sorted(here.glob("*.py"))]
+    files += [("ninfer_ir/" + name, core / name) for name in _GENERATOR_SOURCES]
+    for name, path in files:
+        data = path.read_bytes()
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _bodies_symbol(symbol: str) -> str:
+    return f"{symbol}.bodies"
+
+
+class _StoredInfo:
+    """A ``KernelInfo`` for a kernel loaded from the object cache: the calling layout
+    and body count at once, the check and guard tables (needed only to word an error)
+    from a lowering run on first use."""
+
+    def __init__(self, lowering, func, symbol, bodies):
+        self.name = func.sym_name
+        self.symbol = symbol
+        self.func = func
+        self.slots, self.n_slots = slot_layout(func)
+        self.bodies = bodies
+        self._lowering = lowering
+
+    @property
+    def checks(self):
+        return self._lowering.kernels[self.name].checks
+
+    @property
+    def guards(self):
+        return self._lowering.kernels[self.name].guards
+
+
+class _Lowering:
+    """The LLVM lowering of one function for one stride unit, run only when needed
+    (an object-cache miss, the LLVM text asked for, or an error to word)."""
+
+    def __init__(self, module, func, strides, isa, options):
+        self._module, self._func, self.strides, self.isa = module, func, strides, isa
+        self._options = options
+        self._full = None
+        self.info = None
+
+    def _lower(self):
+        if self._full is None:
+            self._full = lower_module(self._module, strides=self.strides, **self._options)
+        return self._full
+
+    def build_for_jit(self):
+        """The LLVM module to compile, with the body count exported beside the kernel."""
+        lowered = lower_module(self._module, strides=self.strides, **self._options)
+        info = lowered.kernels[self._func.sym_name]
+        count = ir.GlobalVariable(lowered.llvm, ir.IntType(64), _bodies_symbol(info.symbol))
+        count.initializer = ir.Constant(ir.IntType(64), info.bodies)
+        count.global_constant = True
+        self.info, self._full = info, lowered
+        return lowered.llvm
+
+    def info_from(self, jit):
+        if self.info is None:
+            symbol = f"nk.{self._func.sym_name}"
+            addr = jit.global_address(_bodies_symbol(symbol))
+            if addr:
+                self.info = _StoredInfo(self, self._func, symbol,
+                                        ctypes.c_int64.from_address(addr).value)
+            else:
+                self.info = self._lower().kernels[self._func.sym_name]
+        return self.info
+
+    @property
+    def kernels(self):
+        return self._lower().kernels
+
+    @property
+    def llvm(self):
+        return self._lower().llvm
 
 
 def _choose(module, func_name):
@@ -71,22 +206,44 @@ class CompiledKernel:
         self._jit_options = dict(cache_dir=cache_dir, use_cache=use_cache)
         self._variants: dict = {}
         self.lowered, self.jit, self._fn = self._variant("element")
-        self.info = self.lowered.kernels[func.sym_name]
+        self.info = self.lowered.info
         self.threads = (os.cpu_count() or 1) if threads is None else max(1, int(threads))
         self.native_threads = native_threads
         self._par = (None, None)
         self.report = report
         self.n_outputs = int(func.attrs.get("returns", 0) or 0)
         self._plan = self._plan_params()
+        shaped = [p for p in self._plan if p[1]]
+        self._shaped_args = [p[0] for p in shaped]
+        self._shaped_slots = [(p[6], p[4]) for p in shaped]
+        self._scalars = [(p[0], p[6]) for p in self._plan if not p[1]]
+        buffers = [u for u, p in enumerate(shaped) if p[2]]
+        # (tensor, buffers it may overlap): such a tensor is copied before the call
+        self._alias_pairs = [(t, buffers) for t, p in enumerate(shaped)
+                             if not p[2] and buffers]
+        self._slot_type = ctypes.c_int64 * max(1, self.info.n_slots)
 
     def _variant(self, strides):
-        """(lowered, jit, entry) for descriptors with ``strides`` units, compiled once."""
+        """(lowered, jit, entry) for descriptors with ``strides`` units, compiled once.
+
+        The object cache is keyed on the loop-level IR text, the lowering options and
+        the digest of the code generator's sources (the target is added by
+        ``JITModule``), so a cache hit neither emits nor prints the LLVM module; the
+        number of outlined parallel bodies travels in the object as the constant
+        ``<symbol>.bodies``."""
         hit = self._variants.get(strides)
         if hit is None:
-            lowered = lower_module(self._module, strides=strides, **self._options)
-            jit = JITModule(lowered.llvm, isa=lowered.isa, **self._jit_options)
-            symbol = lowered.kernels[self.func.sym_name].symbol
-            hit = (lowered, jit, jit.get(symbol, ctypes.c_int64, _KERNEL_ARGS))
+            self._module.verify()
+            target = host_target(self._options["isa"])
+            lowering = _Lowering(self._module, self.func, strides, target.isa, self._options)
+            text = str(self._module)
+            key = (f"ninfer_kernel/{_KEY_VERSION}/{generator_digest()}/"
+                   f"func={self.func.sym_name}/strides={strides}/"
+                   f"bounds_checks={bool(self._options['bounds_checks'])}\n{text}")
+            jit = JITModule(lowering.build_for_jit, target=target, key_source=key,
+                            **self._jit_options)
+            info = lowering.info_from(jit)
+            hit = (lowering, jit, jit.get(info.symbol, ctypes.c_int64, _KERNEL_ARGS))
             self._variants[strides] = hit
         return hit
 
@@ -145,32 +302,41 @@ class CompiledKernel:
 
     def _pack(self, arrays):
         """The descriptor slots, the arrays to keep alive, and the stride unit."""
-        plan = self._plan
-        buffers = [x for p, x in zip(plan, arrays) if p[2]]
-        shaped = []
-        for p, x in zip(plan, arrays):
-            if p[1]:
-                if not p[2] and buffers and any(np.may_share_memory(x, w) for w in buffers):
-                    x = x.copy()
-                shaped.append(x)
-        by_element = all(s % x.itemsize == 0 for x in shaped for s in x.strides)
-        slots = [0] * max(1, self.info.n_slots)
-        it = iter(shaped)
-        for (_, is_shaped, _, _, rank, _, off), x in zip(plan, arrays):
-            if is_shaped:
-                x = next(it)
-                slots[off] = x.ctypes.data
+        xs = [arrays[k] for k in self._shaped_args]
+        if self._alias_pairs:
+            share = np.may_share_memory
+            for t, bufs in self._alias_pairs:
+                x = xs[t]
+                for u in bufs:
+                    if share(x, xs[u]):
+                        xs[t] = x.copy()
+                        break
+        by_element = True
+        for x in xs:
+            size = x.itemsize
+            for st in x.strides:
+                if st % size:
+                    by_element = False
+                    break
+        slots = self._slot_type()
+        address = _data_address
+        for x, (off, rank) in zip(xs, self._shaped_slots):
+            slots[off] = address(x)
+            if rank == 1:
+                slots[off + 1] = x.shape[0]
+                slots[off + 2] = x.strides[0] // x.itemsize if by_element else x.strides[0]
+            elif rank:
                 slots[off + 1:off + 1 + rank] = x.shape
                 if by_element:
                     size = x.itemsize
-                    slots[off + 1 + rank:off + 1 + 2 * rank] = [s // size for s in x.strides]
+                    slots[off + 1 + rank:off + 1 + 2 * rank] = [st // size for st in x.strides]
                 else:
                     slots[off + 1 + rank:off + 1 + 2 * rank] = x.strides
-            else:
-                bits = int(np.asarray(x).reshape(1).view(f"u{x.dtype.itemsize}")[0])
-                slots[off] = bits - (1 << 64) * (bits >= 1 << 63)
-        return (ctypes.c_int64 * len(slots))(*slots), shaped, \
-            "element" if by_element else "byte"
+        for k, off in self._scalars:
+            x = arrays[k]
+            bits = int(np.asarray(x).reshape(1).view(f"u{x.dtype.itemsize}")[0])
+            slots[off] = bits - (1 << 64) * (bits >= 1 << 63)
+        return slots, xs, "element" if by_element else "byte"
 
     # --- calling ------------------------------------------------------------------
     def _parallel(self):
@@ -188,7 +354,7 @@ class CompiledKernel:
             arrays, _, outputs = bind_arguments(self.func, args, kwargs)
         slots, keep, unit = self._pack(arrays)
         lowered, _, fn = self._variants.get(unit) or self._variant(unit)
-        err = (ctypes.c_int64 * ERR_SLOTS)()
+        err = _ERR_BLOCK()
         status = fn(slots, self._parallel(), err)
         del keep
         if status != 0:

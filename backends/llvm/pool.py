@@ -5,12 +5,17 @@ The runtime module exports::
     void ninfer_pool_start(i64 workers)                   start worker threads (once)
     i64  ninfer_par_<T>(i8* body, i8* env, i64 n, i64* err)   T = 2 .. MAX_THREADS
 
-``ninfer_par_<T>`` has the kernels' ``par`` signature: it splits ``[0, n)`` into at
-most ``T`` contiguous ranges of near-equal length, posts ranges 1.. to the workers,
-runs range 0 in the calling thread, waits, and returns the status of the lowest
-failing range, with that range's error block in ``err`` (range 0 writes ``err``
-itself; a worker's block is copied). If the pool is busy (a kernel in another
-thread is using it) the loop runs whole in the calling thread.
+``ninfer_par_<T>`` has the kernels' ``par`` signature: it cuts ``[0, n)`` into
+contiguous chunks (about ``CHUNKS_PER_THREAD`` per thread, a multiple of 16
+iterations when at least 16, so the 16-row blocks of the GEMV rows kernel stay
+whole), and the calling thread and up to ``T - 1`` workers take chunks in
+increasing order from a shared atomic counter until none is left, so a thread
+that is held up (another process on its CPU) leaves its share to the others. A
+thread stops at its first failing chunk; every chunk below the lowest failing one
+has been taken and run, so the status returned is that of the lowest failing
+chunk, which stops at its first failing iteration: the lowest failing iteration,
+as in the interpreter. Its error block is copied to ``err``. If the pool is busy
+(a kernel in another thread is using it) the loop runs whole in the calling thread.
 
 Workers and waiters spin for ``SPIN`` rounds of ``pause`` on their generation word,
 then sleep on it with ``futex``; a Dekker-style pair of sequentially consistent
@@ -23,20 +28,30 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-__all__ = ["MAX_THREADS", "build_pool_module", "SPIN"]
+__all__ = ["MAX_THREADS", "build_pool_module", "SPIN", "CHUNKS_PER_THREAD", "chunk_size"]
 
 MAX_THREADS = 64
 SPIN = 4000
 SYS_FUTEX = 202
 FUTEX_WAIT, FUTEX_WAKE = 128, 129          # the _PRIVATE forms
 ERR_WORDS = 64
+CHUNKS_PER_THREAD = 16
+ROW_BLOCK = 16
 
 I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
 I8P, I32P, I64P = I8.as_pointer(), I32.as_pointer(), I64.as_pointer()
 BODY = ir.FunctionType(I64, [I8P, I64, I64, I64P])
 
-# slot words (i64 each, one 64-byte line per worker)
+# slot words (i64 each, one 64-byte line per worker); the dispatcher posts the chunk
+# size in LO and the trip count in HI, and a worker that fails leaves the first
+# iteration of its failing chunk in LO
 START, DONE, FN, ENV, LO, HI, STATUS, FLAGS = range(8)
+
+
+def chunk_size(n: int, parts: int) -> int:
+    """The chunk length ``ninfer_par_<T>`` uses for ``n`` iterations on ``parts`` threads."""
+    c = -(-n // (parts * CHUNKS_PER_THREAD))
+    return c if c < ROW_BLOCK else -(-c // ROW_BLOCK) * ROW_BLOCK
 
 
 def _c(v, ty=I64):
@@ -50,6 +65,7 @@ class _Pool:
         self.errs = self._global("ninfer_pool_errs", ir.ArrayType(I64, ERR_WORDS * MAX_THREADS))
         self.count = self._global("ninfer_pool_workers", I64)
         self.busy = self._global("ninfer_pool_busy", I32)
+        self.next = self._global("ninfer_pool_next", ir.ArrayType(I64, 8))
         self.syscall = ir.Function(module, ir.FunctionType(I64, [I64], var_arg=True), "syscall")
         self.create = ir.Function(module, ir.FunctionType(I32, [I64P, I8P, I8P, I8P]),
                                   "pthread_create")
@@ -117,6 +133,36 @@ class _Pool:
             self.futex(b, word, FUTEX_WAKE, ir.Constant(I32, 1))
 
     # functions
+    def chunk_runner(self):
+        """``i64 chunks(body, env, n, chunk, err, i64* failed_lo)``: run chunks taken from
+        the shared counter until none is left (0) or one fails (its status, with its
+        first iteration in ``failed_lo``)."""
+        fn = ir.Function(self.m, ir.FunctionType(I64, [BODY.as_pointer(), I8P, I64, I64,
+                                                       I64P, I64P]), "ninfer_pool_chunks")
+        fn.linkage = "internal"
+        body, env, n, chunk, err, failed_lo = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        loop, work, failed, finished = (fn.append_basic_block(x) for x in
+                                        ("take", "work", "failed", "finished"))
+        counter = b.gep(self.next, [_c(0), _c(0)])
+        b.branch(loop)
+        b.position_at_end(loop)
+        k = b.atomic_rmw("add", counter, _c(1), "monotonic")
+        lo = b.mul(k, chunk)
+        b.cbranch(b.icmp_signed(">=", lo, n), finished, work)
+        b.position_at_end(work)
+        left = b.sub(n, lo)
+        hi = b.add(lo, b.select(b.icmp_signed("<", left, chunk), left, chunk))
+        status = b.call(body, [env, lo, hi, err])
+        b.cbranch(b.icmp_signed("!=", status, _c(0)), failed, loop)
+        b.position_at_end(failed)
+        b.store(lo, failed_lo)
+        b.ret(status)
+        b.position_at_end(finished)
+        b.ret(_c(0))
+        self.chunks = fn
+        return fn
+
     def worker(self):
         fn = ir.Function(self.m, ir.FunctionType(I8P, [I8P]), "ninfer_pool_worker")
         fn.linkage = "internal"
@@ -134,8 +180,9 @@ class _Pool:
         gen = self.wait_until(b, start, asleep, differs_from=last)
         body = b.bitcast(b.inttoptr(b.load(self.word(b, w, FN)), I8P), BODY.as_pointer())
         err = b.gep(self.errs, [_c(0), b.mul(w, _c(ERR_WORDS))])
-        status = b.call(body, [b.inttoptr(b.load(self.word(b, w, ENV)), I8P),
-                               b.load(self.word(b, w, LO)), b.load(self.word(b, w, HI)), err])
+        status = b.call(self.chunks, [body, b.inttoptr(b.load(self.word(b, w, ENV)), I8P),
+                                      b.load(self.word(b, w, HI)), b.load(self.word(b, w, LO)),
+                                      err, self.word(b, w, LO)])
         b.store(status, self.word(b, w, STATUS))
         b.store_atomic(gen, done, "seq_cst", 4)
         self.wake_if_asleep(b, main_waits, done)
@@ -173,6 +220,11 @@ class _Pool:
         fn.linkage = "internal"
         body_p, env, n, err, limit = fn.args
         b = ir.IRBuilder(fn.append_basic_block("entry"))
+        main_err = b.alloca(ir.ArrayType(I64, ERR_WORDS))
+        main_lo = b.alloca(I64)
+        result = b.alloca(I64)
+        result_lo = b.alloca(I64)
+        source = b.alloca(I64P)
         body = b.bitcast(body_p, BODY.as_pointer())
         parts = b.select(b.icmp_signed("<", limit, n), limit, n)
         avail = b.add(b.load(self.count), _c(1))
@@ -184,8 +236,14 @@ class _Pool:
         with b.if_then(b.not_(b.extract_value(pair, 1))):
             b.ret(b.call(body, [env, _c(0), n, err]))
 
-        def bound(k):
-            return b.sdiv(b.mul(k, n), parts)
+        # chunk = ceil(n / (parts * CHUNKS_PER_THREAD)), rounded up to a multiple of
+        # ROW_BLOCK when at least ROW_BLOCK (chunk_size in Python)
+        per = b.mul(parts, _c(CHUNKS_PER_THREAD))
+        chunk = b.sdiv(b.add(n, b.sub(per, _c(1))), per)
+        rounded = b.mul(b.sdiv(b.add(chunk, _c(ROW_BLOCK - 1)), _c(ROW_BLOCK)), _c(ROW_BLOCK))
+        chunk = b.select(b.icmp_signed("<", chunk, _c(ROW_BLOCK)), chunk, rounded)
+        # the posts below (sequentially consistent) publish the reset counter
+        b.store_atomic(_c(0), b.gep(self.next, [_c(0), _c(0)]), "monotonic", 8)
 
         def each_worker(emit):
             pre = b.block
@@ -202,35 +260,44 @@ class _Pool:
             b.position_at_end(out)
 
         def post(w):
-            r = b.add(w, _c(1))
             b.store(b.ptrtoint(body_p, I64), self.word(b, w, FN))
             b.store(b.ptrtoint(env, I64), self.word(b, w, ENV))
-            b.store(bound(r), self.word(b, w, LO))
-            b.store(bound(b.add(r, _c(1))), self.word(b, w, HI))
+            b.store(chunk, self.word(b, w, LO))
+            b.store(n, self.word(b, w, HI))
             gen = b.add(b.load(self.half(b, w, START)), ir.Constant(I32, 1))
             b.store_atomic(gen, self.half(b, w, START), "seq_cst", 4)
             self.wake_if_asleep(b, self.half(b, w, FLAGS, 0), self.half(b, w, START))
         each_worker(post)
-        first = b.call(body, [env, _c(0), bound(_c(1)), err])
-        result = b.alloca(I64)
+        main_errp = b.gep(main_err, [_c(0), _c(0)])
+        b.store(n, main_lo)
+        first = b.call(self.chunks, [body, env, n, chunk, main_errp, main_lo])
         b.store(first, result)
+        b.store(b.load(main_lo), result_lo)
+        b.store(main_errp, source)
 
         def collect(w):
             gen = b.load(self.half(b, w, START))
             self.wait_until(b, self.half(b, w, DONE), self.half(b, w, FLAGS, 1), equals=gen)
             status = b.load(self.word(b, w, STATUS))
+            lo = b.load(self.word(b, w, LO))
             so_far = b.load(result)
-            take = b.and_(b.icmp_signed("==", so_far, _c(0)), b.icmp_signed("!=", status, _c(0)))
+            lower = b.or_(b.icmp_signed("==", so_far, _c(0)),
+                          b.icmp_signed("<", lo, b.load(result_lo)))
+            take = b.and_(b.icmp_signed("!=", status, _c(0)), lower)
             with b.if_then(take):
                 b.store(status, result)
-                src = b.bitcast(b.gep(self.errs, [_c(0), b.mul(w, _c(ERR_WORDS))]), I8P)
-                memcpy = self.m.globals.get("llvm.memcpy.p0i8.p0i8.i64") or ir.Function(
-                    self.m, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64, I1]),
-                    "llvm.memcpy.p0i8.p0i8.i64")
-                b.call(memcpy, [b.bitcast(err, I8P), src, _c(8 * ERR_WORDS), ir.Constant(I1, 0)])
+                b.store(lo, result_lo)
+                b.store(b.gep(self.errs, [_c(0), b.mul(w, _c(ERR_WORDS))]), source)
         each_worker(collect)
+        status = b.load(result)
+        with b.if_then(b.icmp_signed("!=", status, _c(0))):
+            memcpy = self.m.globals.get("llvm.memcpy.p0i8.p0i8.i64") or ir.Function(
+                self.m, ir.FunctionType(ir.VoidType(), [I8P, I8P, I64, I1]),
+                "llvm.memcpy.p0i8.p0i8.i64")
+            b.call(memcpy, [b.bitcast(err, I8P), b.bitcast(b.load(source), I8P),
+                            _c(8 * ERR_WORDS), ir.Constant(I1, 0)])
         b.store_atomic(ir.Constant(I32, 0), self.busy, "release", 4)
-        b.ret(b.load(result))
+        b.ret(status)
         return fn
 
     def entry(self, run, threads):
@@ -243,6 +310,7 @@ class _Pool:
 def build_pool_module() -> ir.Module:
     module = ir.Module(name="ninfer_pool")
     pool = _Pool(module)
+    pool.chunk_runner()
     pool.start(pool.worker())
     run = pool.dispatch()
     for t in range(2, MAX_THREADS + 1):

@@ -3,14 +3,16 @@
 ``par_entry(threads)`` gives the address of the ``par`` function a kernel calls
 when it reaches a parallel loop (None for one thread): on Linux x86-64 the native
 pool of ``pool.py`` (pthreads that spin, then sleep on a futex), elsewhere, or with
-``native=False``, the Python pool below. Both split ``[0, n)`` into at most
-``threads`` contiguous ranges of near-equal length, run the first in the calling
-thread and the others in persistent workers, wait for all, and return the status
-of the lowest failing range, with that range's error block in ``err``. Each range
-stops at its first failing iteration, so that is the lowest failing iteration, as
-in the interpreter (which runs parallel loops in order); iterations of higher
-ranges may have run. If a pool is busy (a kernel in another thread is using it),
-the loop runs whole in the calling thread.
+``native=False``, the Python pool below. The native pool hands out contiguous
+chunks of ``[0, n)`` from an atomic counter to the calling thread and its workers
+(see ``pool.py``); the Python pool splits ``[0, n)`` into at most ``threads``
+contiguous ranges of near-equal length and runs the first in the calling thread
+and the others in persistent workers. Both wait for all and return the status of
+the lowest failing chunk or range, with its error block in ``err``. Each chunk or
+range stops at its first failing iteration, so that is the lowest failing
+iteration, as in the interpreter (which runs parallel loops in order); higher
+iterations may have run. If a pool is busy (a kernel in another thread is using
+it), the loop runs whole in the calling thread.
 
 Measured on the 2-core development machine (a parallel loop of 2 trivial
 iterations, launcher overhead excluded): the native pool adds about 1 us per loop
