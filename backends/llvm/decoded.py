@@ -1,11 +1,13 @@
 """``decode`` in the CPU emitter: one packed row of a grouped format, as a lazy f32 row.
 
 The row is never stored: its element ``k`` is computed where it is read (``load``,
-``dot``, ``reduce``, ``copy``), exactly as ``backends/interp/decode.py``: the ``b``-bit
+``dot``, ``reduce``, ``copy``; any other consumer, such as a ``subview``, is refused
+with a ``VerifyError``), exactly as ``backends/interp/decode.py``: the ``b``-bit
 little-endian word at stream bits ``[k*b, (k+1)*b)`` (two bytes read, the one past
 the row as 0), its signed code (two's complement, or ``u - offset``), and
 ``binary32(s32 * binary32(q))`` with ``s32`` the binary32 of the group's binary16
-scale. The row geometry is guarded like the interpreter checks it.
+scale. The row geometry is guarded like the interpreter checks it. A row loop of dots
+over decoded rows has a fast path of its own (``qdecode``).
 """
 from __future__ import annotations
 
@@ -14,11 +16,11 @@ import llvmlite.ir as ir
 from ninfer_ir.types import f16, f32
 
 from . import scalars as S
-from .emitter import i64c
+from .emitter import i64c, no_lowering
 from .memory import conform, load_element
 from .status import Guard
 
-__all__ = ["Decoded", "lower_decode"]
+__all__ = ["Decoded", "lower_decode", "READERS"]
 
 I32 = ir.IntType(32)
 
@@ -55,7 +57,16 @@ class Decoded:
         return b.fmul(s, q)
 
 
+#: the ops that read a decoded row element by element
+READERS = ("load", "dot", "reduce", "copy")
+
+
 def lower_decode(e, op):
+    for use in op.result.uses:
+        if use.op.name not in READERS:
+            raise no_lowering(op, f" feeding '{use.op.name}': a decoded row is computed "
+                                  f"where it is read ({', '.join(READERS)}); give it a buffer "
+                                  f"to take a view of it")
     b = e.b
     packed, scales, k = (e.value(v) for v in op.operands)
     fmt = op.attrs["format"]

@@ -1,6 +1,7 @@
 """The quantized ops in the CPU emitter: ``quantize_into`` and ``quantized_dot`` call the
 hand-written kernels of ``qkernels``; a row loop of quantized dots becomes one call of
-``ninfer_q4k_q8k_dot_rows`` (the GEMV fast path).
+``ninfer_q4k_q8k_dot_rows`` (the GEMV fast path). ``match_rows`` also recognises a row
+loop of dots over decoded rows, whose fast path is ``qdecode.DecodeRows``.
 
 Layout needs of the kernels, checked at run time: the bytes of a record contiguous
 (last stride 1); for quantize, the 256 floats of a row contiguous (last stride 4),
@@ -182,7 +183,12 @@ def _only_use(v, op) -> bool:
 
 
 def match_rows(loop):
-    """The ops of a row loop of quantized dots, or None."""
+    """The ops of a row loop of quantized dots, a ``qdecode.DecodeRows`` for a row loop
+    of dots over decoded rows, or None."""
+    from .qdecode import match_decode_rows
+    decoded = match_decode_rows(loop)
+    if decoded is not None:
+        return decoded
     step = loop.operands[2]
     if not (isinstance(getattr(step, "op", None), O.ConstantOp) and step.op.attrs["value"] == 1):
         return None
@@ -238,6 +244,8 @@ def _independent(e, pattern):
 
 def rows_worth_threads(e, pattern, n):
     """i1: the row loop is independent and holds enough records to gain from threads."""
+    if not isinstance(pattern, tuple):
+        return pattern.worth_threads(e, n)
     b = e.b
     g = e.value(pattern[0].operands[0]).shape[1]
     big = b.icmp_signed(">=", b.mul(n, g), i64c(ROWS_PARALLEL_RECORDS))
@@ -247,6 +255,8 @@ def rows_worth_threads(e, pattern, n):
 def emit_rows(e, pattern, loop, lb, step, k0, k1):
     """Iterations ``[k0, k1)`` of a matched row loop: one rows call when it is safe,
     else the ordinary loop."""
+    if not isinstance(pattern, tuple):
+        return pattern.emit(e, loop, lb, step, k0, k1)
     b = e.b
     sv, qd, st = pattern
     w, x, y = e.value(sv.operands[0]), e.value(qd.operands[1]), e.value(st.operands[1])
