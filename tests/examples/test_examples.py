@@ -19,11 +19,15 @@ def example(name, *args):
 
 def test_every_example_is_listed_here():
     found = {f for f in os.listdir(EXAMPLES) if f.endswith(".py")}
-    assert found == {"q4k_gemv.py", "q4k_gemm.py", "int4_decode_gemv.py", "gguf_gemv.py"}
+    assert found == set(ALL_EXAMPLES)
 
 
-@pytest.mark.parametrize("name", ["q4k_gemv.py", "q4k_gemm.py", "int4_decode_gemv.py",
-                                  "gguf_gemv.py"])
+# t2_gemv.py and q2_gemv.py run in tests/decode/test_decode_examples.py
+ALL_EXAMPLES = ["q4k_gemv.py", "q4k_gemm.py", "int4_decode_gemv.py", "gguf_gemv.py",
+                "t2_gemv.py", "q2_gemv.py"]
+
+
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
 def test_help(name):
     r = example(name, "--help")
     assert r.returncode == 0 and r.stdout.startswith("usage:")
