@@ -59,6 +59,10 @@ class Lower(Pass):
         return stats
 
 
+#: ops that read a lazy decoded row element by element (see docs/ir.md)
+_LAZY_READERS = ("load", "dot", "reduce", "copy") + tuple(ELEMENTWISE)
+
+
 class _FuncLowering:
     def __init__(self, pass_, func, stats):
         self.pass_ = pass_
@@ -73,6 +77,7 @@ class _FuncLowering:
 
     def run(self):
         func = self.func
+        self._stage_sliced_decodes()
         user_index_ops = [op for op in func.walk() if op.name in ("load", "store", "subview")]
         ret = func.body.terminator
         outs = []
@@ -107,6 +112,24 @@ class _FuncLowering:
             if op.parent is not None and attached(op, func):
                 self._checks(op)
         self.dims.finish()
+
+    def _stage_sliced_decodes(self):
+        """A decoded row is lazy (read where used); one that is viewed (``w[a:b]``) is
+        first copied into a row buffer of its own, freed at the end of its block."""
+        for op in list(self.func.walk()):
+            if op.name != "decode" or all(u.op.name in _LAZY_READERS for u in op.result.uses):
+                continue
+            t = op.result.type
+            b = Builder().after(op)
+            sizes = [] if isinstance(t.shape[0], int) else [op.operands[2]]
+            row = b.create("alloc", sizes, result_types=[BufferType(f32, t.shape)],
+                           names=[(op.result.name_hint or "w") + "_row"]).result
+            for use in list(op.result.uses):
+                if use.op.name not in _LAZY_READERS:
+                    use.op.set_operand(use.index, row)
+            b.create("copy", [op.result, row], result_types=[])
+            Builder().before(op.parent.terminator).create("dealloc", [row], result_types=[])
+            self.stats["staged_decodes"] = self.stats.get("staged_decodes", 0) + 1
 
     # -- walking --------------------------------------------------------------------
     def _block(self, block):
