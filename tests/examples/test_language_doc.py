@@ -40,12 +40,7 @@ def run_or_error(fn, args):
 
 
 def compile_cpu(kernel):
-    try:
-        return I.compile(kernel, target="cpu")
-    except I.VerifyError as e:
-        if "'decode' computes a whole tensor" in str(e):
-            pytest.xfail("the CPU pipeline does not lower I.decode yet")
-        raise
+    return I.compile(kernel, target="cpu")
 
 
 @pytest.mark.parametrize("doc, k, code", BLOCKS, ids=[f"{d}-{k}" for d, k, _ in BLOCKS])
