@@ -209,7 +209,8 @@ def match_rows(loop):
         return None
     if list(ld.operands) != [qd.result] or st.operands[0] is not ld.result:
         return None
-    if len(st.operands) != 3 or st.operands[2] is not iv or not _outside(loop, st.operands[1]):
+    # y[..., n]: the row index last, any leading indices fixed for the whole loop (GEMM)
+    if st.operands[-1] is not iv or not all(_outside(loop, v) for v in st.operands[1:-1]):
         return None
     if not (_only_use(sv.result, qd) and _only_use(qd.result, ld) and _only_use(ld.result, st)):
         return None
@@ -260,12 +261,20 @@ def emit_rows(e, pattern, loop, lb, step, k0, k1):
     b = e.b
     sv, qd, st = pattern
     w, x, y = e.value(sv.operands[0]), e.value(qd.operands[1]), e.value(st.operands[1])
-    ys, = y.byte_strides(b)
+    strides = y.byte_strides(b)
+    ys = strides[-1]
     first, last = b.add(lb, k0), b.add(lb, k1)
-    y_addr = b.ptrtoint(y.ptr, I64)
+    lead = [e.value(v) for v in st.operands[2:-1]]       # fixed leading indices of y
+    y_base = y.ptr
+    in_range = []
+    for axis, i in enumerate(lead):
+        y_base = b.gep(y_base, [b.mul(i, strides[axis])])
+        in_range += [b.icmp_signed(">=", i, i64c(0)), b.icmp_signed("<", i, y.shape[axis])]
+    y_addr = b.ptrtoint(y_base, I64)
     conds = [
         b.icmp_signed("<", k0, k1), b.icmp_signed(">=", first, i64c(0)),
-        b.icmp_signed("<=", last, w.shape[0]), b.icmp_signed("<=", last, y.shape[0]),
+        b.icmp_signed("<=", last, w.shape[0]), b.icmp_signed("<=", last, y.shape[-1]),
+        *in_range,
         b.icmp_signed("==", w.shape[1], x.shape[0]),
         b.icmp_signed("==", w.strides[2], i64c(1)), b.icmp_signed("==", x.strides[1], i64c(1)),
         b.icmp_signed("==", b.srem(ys, i64c(4)), i64c(0)),
@@ -279,7 +288,7 @@ def emit_rows(e, pattern, loop, lb, step, k0, k1):
         with then:
             rows = e.module.globals[DOT_ROWS]
             wp = b.gep(w.ptr, [b.mul(first, w.strides[0])])
-            yp = b.bitcast(b.gep(y.ptr, [b.mul(first, ys)]), F32.as_pointer())
+            yp = b.bitcast(b.gep(y_base, [b.mul(first, ys)]), F32.as_pointer())
             b.call(rows, [wp, w.strides[0], w.strides[1], x.ptr, x.strides[0], w.shape[1],
                           b.sub(k1, k0), yp, b.sdiv(ys, i64c(4))])
         with otherwise:
