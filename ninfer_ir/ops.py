@@ -10,84 +10,10 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from .ir import Operation
-from .quant import QuantSchema, q4_k, q8_k
-from .types import (BufferType, ScalarType, ShapedType, TensorType, bf16, bool_, dims_equal,
-                    f16, f32, index, u8)
-
-
-# -- small checks shared by many ops ------------------------------------------
-
-def _shaped(op, v, what):
-    if not isinstance(v.type, ShapedType):
-        raise op.error(f"{what} must be a tensor or buffer, got {v.type}")
-    return v.type
-
-
-def _scalar(op, v, what):
-    if not isinstance(v.type, ScalarType):
-        raise op.error(f"{what} must be a scalar, got {v.type}")
-    return v.type
-
-
-def _index(op, v, what):
-    if v.type is not index:
-        raise op.error(f"{what} must be of type index, got {v.type}")
-
-
-def _attr(op, key, kind, what):
-    if key not in op.attrs:
-        raise op.error(f"missing attribute '{key}'")
-    val = op.attrs[key]
-    if not isinstance(val, kind) or (kind is int and isinstance(val, bool)):
-        raise op.error(f"attribute '{key}' must be {what}, got {_describe(val)}")
-    return val
-
-
-def _describe(val):
-    if isinstance(val, QuantSchema):
-        return f"the quant schema {val}"
-    if _is_format(val):
-        return f"the format {val.name}"
-    if isinstance(val, ScalarType):
-        return f"the dtype {val}"
-    return repr(val)
-
-
-def _no_bf16(op, dtype):
-    if dtype is bf16:
-        raise op.error("bf16 values are only cast or bitcast; cast to f32 to compute")
-
-
-def _is_format(val):
-    from .formats import Format
-    return isinstance(val, Format)
-
-
-def _n_operands(op, n):
-    if len(op.operands) != n:
-        raise op.error(f"expects {n} operand(s), got {len(op.operands)}")
-
-
-def _n_results(op, n):
-    if len(op.results) != n:
-        raise op.error(f"expects {n} result(s), got {len(op.results)}")
-
-
-def shapes_compatible(a, b) -> bool:
-    """Same rank and every dim provably equal."""
-    return len(a) == len(b) and all(dims_equal(x, y) for x, y in zip(a, b))
-
-
-def _order_attr(op):
-    from .sumorder import SumOrder
-    val = op.attrs.get("order", "seq")
-    if not isinstance(val, str):
-        raise op.error(f"attribute 'order' must be a string, got {_describe(val)}")
-    try:
-        SumOrder.parse(val)
-    except ValueError as e:
-        raise op.error(f"bad summation order: {e}") from None
-
+from .opbase import (attr, describe, index_operand, n_operands, n_results, no_bf16,
+                     order_attr, scalar, shaped, shapes_compatible)
+from .ops_quant import DecodeOp, QuantizedDotOp, QuantizeIntoOp, QuantizeOp
+from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal, index)
 
 # -- functions and constants ---------------------------------------------------
 
@@ -97,15 +23,15 @@ class ReturnOp(Operation):
     terminator = True
 
     def verify_(self):
-        _n_results(self, 0)
+        n_results(self, 0)
 
 
 class ConstantOp(Operation):
     name = "constant"
 
     def verify_(self):
-        _n_operands(self, 0)
-        _n_results(self, 1)
+        n_operands(self, 0)
+        n_results(self, 1)
         t = self.result.type
         if not isinstance(t, ScalarType):
             raise self.error(f"constants are scalars, got {t}")
@@ -117,10 +43,10 @@ class ConstantOp(Operation):
                 raise self.error(f"a bool constant needs true or false, got {v!r}")
         elif t.is_float:
             if isinstance(v, bool) or not isinstance(v, (int, float)):
-                raise self.error(f"a {t} constant needs a number, got {_describe(v)}")
+                raise self.error(f"a {t} constant needs a number, got {describe(v)}")
         elif t.is_int:
             if isinstance(v, bool) or not isinstance(v, int):
-                raise self.error(f"a {t} constant needs an integer, got {_describe(v)}")
+                raise self.error(f"a {t} constant needs an integer, got {describe(v)}")
             from .semantics import int_range
             lo, hi = int_range(t)
             if not lo <= v <= hi:
@@ -136,9 +62,9 @@ class DimOp(Operation):
         return [index]
 
     def verify_(self):
-        _n_operands(self, 1)
-        t = _shaped(self, self.operands[0], "operand")
-        axis = _attr(self, "axis", int, "an integer")
+        n_operands(self, 1)
+        t = shaped(self, self.operands[0], "operand")
+        axis = attr(self, "axis", int, "an integer")
         if not 0 <= axis < t.rank:
             raise self.error(f"axis {axis} out of range for rank {t.rank}")
 
@@ -172,16 +98,16 @@ class SubviewOp(Operation):
     def verify_(self):
         if not self.operands:
             raise self.error("expects a source operand")
-        src = _shaped(self, self.operands[0], "source")
-        axes = _attr(self, "axes", str, "a string of 'i', 'r' and ':'")
+        src = shaped(self, self.operands[0], "source")
+        axes = attr(self, "axes", str, "a string of 'i', 'r' and ':'")
         if len(axes) != src.rank or any(c not in "ir:" for c in axes):
             raise self.error(f"axes {axes!r} must give one of 'i', 'r', ':' for each of "
                              f"the {src.rank} source axes")
         need = 1 + axes.count("i") + 3 * axes.count("r")
-        _n_operands(self, need)
+        n_operands(self, need)
         for k, v in enumerate(self.operands[1:], 1):
-            _index(self, v, f"operand {k}")
-        _n_results(self, 1)
+            index_operand(self, v, f"operand {k}")
+        n_results(self, 1)
         res = self.result.type
         if type(res) is not type(src):
             raise self.error(f"a view of a {type(src).__name__} must be one too, got {res}")
@@ -217,10 +143,10 @@ class LoadOp(Operation):
     def verify_(self):
         if not self.operands:
             raise self.error("expects a source operand")
-        src = _shaped(self, self.operands[0], "source")
-        _n_operands(self, 1 + src.rank)
+        src = shaped(self, self.operands[0], "source")
+        n_operands(self, 1 + src.rank)
         for k, v in enumerate(self.operands[1:], 1):
-            _index(self, v, f"index {k - 1}")
+            index_operand(self, v, f"index {k - 1}")
 
 
 class StoreOp(Operation):
@@ -229,18 +155,18 @@ class StoreOp(Operation):
     pure = False
 
     def verify_(self):
-        _n_results(self, 0)
+        n_results(self, 0)
         if len(self.operands) < 2:
             raise self.error("expects a value and a destination")
-        val = _scalar(self, self.operands[0], "stored value")
-        dst = _shaped(self, self.operands[1], "destination")
+        val = scalar(self, self.operands[0], "stored value")
+        dst = shaped(self, self.operands[1], "destination")
         if not isinstance(dst, BufferType):
             raise self.error(f"cannot store into the read-only {dst}; stores need a buffer")
-        _n_operands(self, 2 + dst.rank)
+        n_operands(self, 2 + dst.rank)
         if val != dst.dtype:
             raise self.error(f"stored value is {val} but the buffer holds {dst.dtype}")
         for k, v in enumerate(self.operands[2:]):
-            _index(self, v, f"index {k}")
+            index_operand(self, v, f"index {k}")
 
 
 class CopyOp(Operation):
@@ -249,10 +175,10 @@ class CopyOp(Operation):
     pure = False
 
     def verify_(self):
-        _n_operands(self, 2)
-        _n_results(self, 0)
-        src = _shaped(self, self.operands[0], "source")
-        dst = _shaped(self, self.operands[1], "destination")
+        n_operands(self, 2)
+        n_results(self, 0)
+        src = shaped(self, self.operands[0], "source")
+        dst = shaped(self, self.operands[1], "destination")
         if not isinstance(dst, BufferType):
             raise self.error(f"cannot store into the read-only {dst}; stores need a buffer")
         if src.dtype != dst.dtype or src.rank != dst.rank:
@@ -304,10 +230,10 @@ class ElementwiseOp(Operation):
         return dtype
 
     def verify_(self):
-        _n_operands(self, self.arity)
-        _n_results(self, 1)
+        n_operands(self, self.arity)
+        n_results(self, 1)
         dtype, _ = _elementwise_result(self, [v.type for v in self.operands])
-        _no_bf16(self, dtype)
+        no_bf16(self, dtype)
         if self.accepts == "int" and not (dtype.is_int or dtype is bool_):
             raise self.error(f"needs integer or bool operands, got {dtype}")
         if self.accepts == "shift" and not dtype.is_int:
@@ -366,7 +292,7 @@ class CmpOp(ElementwiseOp):
 
     def verify_(self):
         super().verify_()
-        pred = _attr(self, "pred", str, "a predicate string")
+        pred = attr(self, "pred", str, "a predicate string")
         if pred not in CMP_PREDICATES:
             raise self.error(f"unknown predicate {pred!r}; use one of {', '.join(CMP_PREDICATES)}")
 
@@ -382,7 +308,7 @@ class SelectOp(Operation):
         return [_make(dtype, shape)]
 
     def verify_(self):
-        _n_operands(self, 3)
+        n_operands(self, 3)
         c = self.operands[0].type
         cd = c.dtype if isinstance(c, ShapedType) else c
         if cd is not bool_:
@@ -404,8 +330,8 @@ class CastOp(Operation):
         return [t.with_dtype(to) if isinstance(t, ShapedType) else to]
 
     def verify_(self):
-        _n_operands(self, 1)
-        _attr(self, "to", ScalarType, "a dtype")
+        n_operands(self, 1)
+        attr(self, "to", ScalarType, "a dtype")
         t = self.operands[0].type
         if isinstance(t, BufferType):
             raise self.error("cast takes a tensor or scalar value, not a buffer")
@@ -442,17 +368,17 @@ class ReduceOp(Operation):
         return [TensorType(t.dtype, t.shape[:-1])] if t.rank else None
 
     def verify_(self):
-        _n_operands(self, 1)
-        t = _shaped(self, self.operands[0], "operand")
+        n_operands(self, 1)
+        t = shaped(self, self.operands[0], "operand")
         if t.rank < 1:
             raise self.error("needs rank >= 1")
-        kind = _attr(self, "kind", str, "a reduction kind")
+        kind = attr(self, "kind", str, "a reduction kind")
         if kind not in REDUCE_KINDS:
             raise self.error(f"unknown reduction {kind!r}; use one of {', '.join(REDUCE_KINDS)}")
         if t.dtype is bool_:
             raise self.error("cannot reduce bool values")
-        _no_bf16(self, t.dtype)
-        _order_attr(self)
+        no_bf16(self, t.dtype)
+        order_attr(self)
 
 
 class DotOp(Operation):
@@ -465,89 +391,17 @@ class DotOp(Operation):
         return [TensorType(self.operands[0].type.dtype, ())]
 
     def verify_(self):
-        _n_operands(self, 2)
-        a = _shaped(self, self.operands[0], "lhs")
-        b = _shaped(self, self.operands[1], "rhs")
+        n_operands(self, 2)
+        a = shaped(self, self.operands[0], "lhs")
+        b = shaped(self, self.operands[1], "rhs")
         if a.rank != 1 or b.rank != 1:
             raise self.error(f"dot takes two rank-1 vectors, got {a} and {b}")
         if a.dtype != b.dtype or not a.dtype.is_float:
             raise self.error(f"dot takes two float vectors of one dtype, got {a} and {b}")
-        _no_bf16(self, a.dtype)
+        no_bf16(self, a.dtype)
         if not dims_equal(a.shape[0], b.shape[0]):
             raise self.error(f"vector lengths {a.shape[0]} and {b.shape[0]} are not provably equal")
-        _order_attr(self)
-
-
-# -- the two quantized ops (spec §1) -----------------------------------------------
-
-def _format_attr(op, key, want):
-    if key not in op.attrs:
-        raise op.error(f"missing attribute '{key}'")
-    val = op.attrs[key]
-    if not isinstance(val, QuantSchema):
-        raise op.error(f"attribute '{key}' must be a quant schema (I.quant.*), got {_describe(val)}")
-    if val is not want:
-        raise op.error(f"attribute '{key}' must be {want}, got {val}")
-
-
-def _records(op, v, what, dtype, width):
-    t = v.type
-    if not isinstance(t, ShapedType):
-        raise op.error(f"{what} must be a tensor, got {t}")
-    if t.dtype != dtype:
-        raise op.error(f"{what} must have dtype {dtype}, got {t}")
-    if t.rank != 2:
-        raise op.error(f"{what} must be rank 2 [G,{width}] (no batch axes), got {t}")
-    if t.shape[1] != width:
-        raise op.error(f"{what} must have trailing dim {width}, got {t}")
-    return t.shape[0]
-
-
-class QuantizeOp(Operation):
-    """``quantize(values)``: f32[G,256] -> u8[G,292] Q8_K records (spec §4)."""
-    name = "quantize"
-
-    def infer_types(self):
-        if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
-            return None
-        t = self.operands[0].type
-        return [TensorType(u8, (t.shape[0] if t.rank else None, 292))]
-
-    def verify_(self):
-        _n_operands(self, 1)
-        _n_results(self, 1)
-        _format_attr(self, "format", q8_k)
-        g = _records(self, self.operands[0], "values", f32, 256)
-        r = self.result.type
-        if not isinstance(r, TensorType):
-            raise self.error(f"result must be a tensor, got {r}")
-        rg = _records(self, self.result, "result", u8, 292)
-        if not dims_equal(g, rg):
-            raise self.error(f"result G ({rg}) must equal the input's G ({g})")
-
-
-class QuantizedDotOp(Operation):
-    """``quantized_dot(lhs, rhs)``: Q4_K u8[G,144] x Q8_K u8[G,292] -> rank-0 f32 (spec §3)."""
-    name = "quantized_dot"
-
-    def infer_types(self):
-        return [TensorType(f32, ())]
-
-    def verify_(self):
-        _n_operands(self, 2)
-        _n_results(self, 1)
-        _format_attr(self, "lhs_format", q4_k)
-        _format_attr(self, "rhs_format", q8_k)
-        acc = self.attrs.get("acc_dtype")
-        if not isinstance(acc, ScalarType):
-            raise self.error(f"attribute 'acc_dtype' must be a dtype, got {_describe(acc)}")
-        if acc is not f32:
-            raise self.error(f"acc_dtype must be f32, got {acc}")
-        gl = _records(self, self.operands[0], "lhs", u8, 144)
-        gr = _records(self, self.operands[1], "rhs", u8, 292)
-        if not dims_equal(gl, gr):
-            raise self.error(f"lhs and rhs must have the same G, got {gl} and {gr}")
-        _order_attr(self)
+        order_attr(self)
 
 
 # -- structured control flow -------------------------------------------------------
@@ -558,7 +412,7 @@ class YieldOp(Operation):
     terminator = True
 
     def verify_(self):
-        _n_results(self, 0)
+        n_results(self, 0)
 
 
 class ForOp(Operation):
@@ -575,7 +429,7 @@ class ForOp(Operation):
         if len(self.operands) < 3:
             raise self.error("expects lower bound, upper bound and step")
         for k, what in enumerate(("lower bound", "upper bound", "step")):
-            _index(self, self.operands[k], what)
+            index_operand(self, self.operands[k], what)
         if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
             raise self.error("expects one region with one block")
         body = self.regions[0].block
@@ -610,7 +464,7 @@ class IfOp(Operation):
     pure = False
 
     def verify_(self):
-        _n_operands(self, 1)
+        n_operands(self, 1)
         if self.operands[0].type is not bool_:
             raise self.error(f"condition must be a bool scalar, got {self.operands[0].type}")
         if len(self.regions) != 2 or any(len(r.blocks) != 1 for r in self.regions):
@@ -641,14 +495,14 @@ class AllocOp(Operation):
     pure = False
 
     def verify_(self):
-        _n_results(self, 1)
+        n_results(self, 1)
         t = self.result.type
         if not isinstance(t, BufferType):
             raise self.error(f"alloc makes a buffer, got {t}")
         dyn = sum(1 for d in t.shape if not isinstance(d, int))
-        _n_operands(self, dyn)
+        n_operands(self, dyn)
         for k, v in enumerate(self.operands):
-            _index(self, v, f"size {k}")
+            index_operand(self, v, f"size {k}")
 
 
 class DeallocOp(Operation):
@@ -656,79 +510,10 @@ class DeallocOp(Operation):
     pure = False
 
     def verify_(self):
-        _n_operands(self, 1)
-        _n_results(self, 0)
+        n_operands(self, 1)
+        n_results(self, 0)
         if not isinstance(self.operands[0].type, BufferType):
             raise self.error("dealloc takes a buffer")
-
-
-class QuantizeIntoOp(Operation):
-    """``quantize_into(values, dst[, base])``: quantize written into a buffer (destination
-    form). The optional ``base`` (index) is the record number of ``values``' first
-    row within the whole quantization, so a ``DomainError`` names the same record when
-    the passes quantize a fused input record by record."""
-    name = "quantize_into"
-    pure = False
-
-    def verify_(self):
-        if len(self.operands) not in (2, 3):
-            raise self.error(f"expects 2 or 3 operand(s), got {len(self.operands)}")
-        if len(self.operands) == 3:
-            _index(self, self.operands[2], "the record base")
-        _n_results(self, 0)
-        _format_attr(self, "format", q8_k)
-        g = _records(self, self.operands[0], "values", f32, 256)
-        dst = self.operands[1].type
-        if not isinstance(dst, BufferType):
-            raise self.error(f"destination must be a buffer, got {dst}")
-        dg = _records(self, self.operands[1], "destination", u8, 292)
-        if not dims_equal(g, dg):
-            raise self.error(f"destination G ({dg}) must equal the input's G ({g})")
-
-
-def _grouped_format(op):
-    from .formats.grouped import GroupedFormat
-    val = op.attrs.get("format")
-    if val is None:
-        raise op.error("missing attribute 'format'")
-    if not isinstance(val, GroupedFormat):
-        raise op.error(f"attribute 'format' must be a grouped format (I.formats.get(...)), "
-                       f"got {_describe(val)}")
-    return val
-
-
-class DecodeOp(Operation):
-    """``decode(packed, scales, k) {format = #q4_g64_fp16}``: one row of ``k`` elements of
-    a grouped format's packed carrier (u8 little-endian bit stream of ``bits``-wide
-    words, f16 scales, see docs/formats.md) -> f32[K], each element
-    ``binary32(s32 * binary32(q))``. No validation of codes happens here: the producer
-    established the code contract; the row geometry is checked at run time."""
-    name = "decode"
-
-    def verify_(self):
-        _n_operands(self, 3)
-        _index(self, self.operands[2], "the element count")
-        _n_results(self, 1)
-        fmt = _grouped_format(self)
-        p = _shaped(self, self.operands[0], "packed codes")
-        s = _shaped(self, self.operands[1], "scales")
-        if p.dtype is not u8 or p.rank != 1:
-            raise self.error(f"packed codes must be one u8 row, got {p}")
-        if s.dtype is not f16 or s.rank != 1:
-            raise self.error(f"scales must be one f16 row, got {s}")
-        r = self.result.type
-        if not isinstance(r, TensorType) or r.dtype is not f32 or r.rank != 1:
-            raise self.error(f"result must be tensor<f32[K]>, got {r}")
-        k = r.shape[0]
-        if isinstance(k, int):
-            if k < 1:
-                raise self.error("a decoded row holds at least one element")
-            want_p, want_s = -(-k * fmt.bits // 8), -(-k // fmt.group)
-            if isinstance(p.shape[0], int) and p.shape[0] != want_p:
-                raise self.error(f"{k} {fmt.bits}-bit codes pack into {want_p} bytes, got {p}")
-            if isinstance(s.shape[0], int) and s.shape[0] != want_s:
-                raise self.error(f"{k} elements in groups of {fmt.group} need {want_s} "
-                                 f"scales, got {s}")
 
 
 class CheckOp(Operation):
@@ -738,11 +523,11 @@ class CheckOp(Operation):
     pure = False
 
     def verify_(self):
-        _n_operands(self, 1)
-        _n_results(self, 0)
+        n_operands(self, 1)
+        n_results(self, 0)
         if self.operands[0].type is not bool_:
             raise self.error(f"condition must be a bool scalar, got {self.operands[0].type}")
-        _attr(self, "message", str, "a string")
+        attr(self, "message", str, "a string")
 
 
 from .ir import FuncOp  # noqa: E402  (func is an op like the others)

@@ -1,0 +1,150 @@
+"""The quantized ops (spec §1–§4) and explicit decode of grouped formats: ``quantize``,
+``quantized_dot``, their destination form ``quantize_into``, and ``decode``."""
+from __future__ import annotations
+
+from .ir import Operation
+from .opbase import (describe, index_operand, n_operands, n_results, order_attr, shaped)
+from .quant import QuantSchema, q4_k, q8_k
+from .types import BufferType, ScalarType, ShapedType, TensorType, dims_equal, f16, f32, u8
+
+# -- the two quantized ops (spec §1) -----------------------------------------------
+
+def _format_attr(op, key, want):
+    if key not in op.attrs:
+        raise op.error(f"missing attribute '{key}'")
+    val = op.attrs[key]
+    if not isinstance(val, QuantSchema):
+        raise op.error(f"attribute '{key}' must be a quant schema (I.quant.*), "
+                       f"got {describe(val)}")
+    if val is not want:
+        raise op.error(f"attribute '{key}' must be {want}, got {val}")
+
+
+def _records(op, v, what, dtype, width):
+    t = v.type
+    if not isinstance(t, ShapedType):
+        raise op.error(f"{what} must be a tensor, got {t}")
+    if t.dtype != dtype:
+        raise op.error(f"{what} must have dtype {dtype}, got {t}")
+    if t.rank != 2:
+        raise op.error(f"{what} must be rank 2 [G,{width}] (no batch axes), got {t}")
+    if t.shape[1] != width:
+        raise op.error(f"{what} must have trailing dim {width}, got {t}")
+    return t.shape[0]
+
+
+class QuantizeOp(Operation):
+    """``quantize(values)``: f32[G,256] -> u8[G,292] Q8_K records (spec §4)."""
+    name = "quantize"
+
+    def infer_types(self):
+        if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
+            return None
+        t = self.operands[0].type
+        return [TensorType(u8, (t.shape[0] if t.rank else None, 292))]
+
+    def verify_(self):
+        n_operands(self, 1)
+        n_results(self, 1)
+        _format_attr(self, "format", q8_k)
+        g = _records(self, self.operands[0], "values", f32, 256)
+        r = self.result.type
+        if not isinstance(r, TensorType):
+            raise self.error(f"result must be a tensor, got {r}")
+        rg = _records(self, self.result, "result", u8, 292)
+        if not dims_equal(g, rg):
+            raise self.error(f"result G ({rg}) must equal the input's G ({g})")
+
+
+class QuantizedDotOp(Operation):
+    """``quantized_dot(lhs, rhs)``: Q4_K u8[G,144] x Q8_K u8[G,292] -> rank-0 f32 (spec §3)."""
+    name = "quantized_dot"
+
+    def infer_types(self):
+        return [TensorType(f32, ())]
+
+    def verify_(self):
+        n_operands(self, 2)
+        n_results(self, 1)
+        _format_attr(self, "lhs_format", q4_k)
+        _format_attr(self, "rhs_format", q8_k)
+        acc = self.attrs.get("acc_dtype")
+        if not isinstance(acc, ScalarType):
+            raise self.error(f"attribute 'acc_dtype' must be a dtype, got {describe(acc)}")
+        if acc is not f32:
+            raise self.error(f"acc_dtype must be f32, got {acc}")
+        gl = _records(self, self.operands[0], "lhs", u8, 144)
+        gr = _records(self, self.operands[1], "rhs", u8, 292)
+        if not dims_equal(gl, gr):
+            raise self.error(f"lhs and rhs must have the same G, got {gl} and {gr}")
+        order_attr(self)
+
+
+
+class QuantizeIntoOp(Operation):
+    """``quantize_into(values, dst[, base])``: quantize written into a buffer (destination
+    form). The optional ``base`` (index) is the record number of ``values``' first
+    row within the whole quantization, so a ``DomainError`` names the same record when
+    the passes quantize a fused input record by record."""
+    name = "quantize_into"
+    pure = False
+
+    def verify_(self):
+        if len(self.operands) not in (2, 3):
+            raise self.error(f"expects 2 or 3 operand(s), got {len(self.operands)}")
+        if len(self.operands) == 3:
+            index_operand(self, self.operands[2], "the record base")
+        n_results(self, 0)
+        _format_attr(self, "format", q8_k)
+        g = _records(self, self.operands[0], "values", f32, 256)
+        dst = self.operands[1].type
+        if not isinstance(dst, BufferType):
+            raise self.error(f"destination must be a buffer, got {dst}")
+        dg = _records(self, self.operands[1], "destination", u8, 292)
+        if not dims_equal(g, dg):
+            raise self.error(f"destination G ({dg}) must equal the input's G ({g})")
+
+
+def _grouped_format(op):
+    from .formats.grouped import GroupedFormat
+    val = op.attrs.get("format")
+    if val is None:
+        raise op.error("missing attribute 'format'")
+    if not isinstance(val, GroupedFormat):
+        raise op.error(f"attribute 'format' must be a grouped format (I.formats.get(...)), "
+                       f"got {describe(val)}")
+    return val
+
+
+class DecodeOp(Operation):
+    """``decode(packed, scales, k) {format = #q4_g64_fp16}``: one row of ``k`` elements of
+    a grouped format's packed carrier (u8 little-endian bit stream of ``bits``-wide
+    words, f16 scales, see docs/formats.md) -> f32[K], each element
+    ``binary32(s32 * binary32(q))``. No validation of codes happens here: the producer
+    established the code contract; the row geometry is checked at run time."""
+    name = "decode"
+
+    def verify_(self):
+        n_operands(self, 3)
+        index_operand(self, self.operands[2], "the element count")
+        n_results(self, 1)
+        fmt = _grouped_format(self)
+        p = shaped(self, self.operands[0], "packed codes")
+        s = shaped(self, self.operands[1], "scales")
+        if p.dtype is not u8 or p.rank != 1:
+            raise self.error(f"packed codes must be one u8 row, got {p}")
+        if s.dtype is not f16 or s.rank != 1:
+            raise self.error(f"scales must be one f16 row, got {s}")
+        r = self.result.type
+        if not isinstance(r, TensorType) or r.dtype is not f32 or r.rank != 1:
+            raise self.error(f"result must be tensor<f32[K]>, got {r}")
+        k = r.shape[0]
+        if isinstance(k, int):
+            if k < 1:
+                raise self.error("a decoded row holds at least one element")
+            want_p, want_s = -(-k * fmt.bits // 8), -(-k // fmt.group)
+            if isinstance(p.shape[0], int) and p.shape[0] != want_p:
+                raise self.error(f"{k} {fmt.bits}-bit codes pack into {want_p} bytes, got {p}")
+            if isinstance(s.shape[0], int) and s.shape[0] != want_s:
+                raise self.error(f"{k} elements in groups of {fmt.group} need {want_s} "
+                                 f"scales, got {s}")
