@@ -8,40 +8,13 @@ import ninfer_ir as I
 from backends.interp import interpret
 from backends.interp.quantops import quantize_q8k, quantized_dot_rows
 
-GEMV = """func @q4k_gemv(%w: tensor<u8[N,G,144]>, %x: tensor<f32[G,256]>, %y: buffer<f32[N]>) {
-  %xq = quantize(%x) {format = #q8_k} : tensor<u8[G,292]>
-  %c0 = constant() {value = 0} : index
-  %c1 = constant() {value = 1} : index
-  %n_rows = dim(%w) {axis = 0} : index
-  for(%c0, %n_rows, %c1) ({
-  ^(%n: index):
-    %wn = subview(%w, %n) {axes = "i::"} : tensor<u8[G,144]>
-    %r = quantized_dot(%wn, %xq) {acc_dtype = f32, lhs_format = #q4_k, order = "ORDER", rhs_format = #q8_k} : tensor<f32[]>
-    %s = load(%r) : f32
-    store(%s, %y, %n)
-    yield()
-  })
-  return()
-}
-"""
+from tests.passes.ir_kernels import GEMV as _GEMV_SEQ, GEMV_INNER  # noqa: E402
+
+GEMV = _GEMV_SEQ.replace('order = "seq"', 'order = "ORDER"')
+assert 'order = "ORDER"' in GEMV
 
 # quantize inside the loop: the same values, but quantize runs once per row
-UNHOISTED = """func @q4k_gemv(%w: tensor<u8[N,G,144]>, %x: tensor<f32[G,256]>, %y: buffer<f32[N]>) {
-  %c0 = constant() {value = 0} : index
-  %c1 = constant() {value = 1} : index
-  %n_rows = dim(%w) {axis = 0} : index
-  for(%c0, %n_rows, %c1) ({
-  ^(%n: index):
-    %xq = quantize(%x) {format = #q8_k} : tensor<u8[G,292]>
-    %wn = subview(%w, %n) {axes = "i::"} : tensor<u8[G,144]>
-    %r = quantized_dot(%wn, %xq) {acc_dtype = f32, lhs_format = #q4_k, order = "seq", rhs_format = #q8_k} : tensor<f32[]>
-    %s = load(%r) : f32
-    store(%s, %y, %n)
-    yield()
-  })
-  return()
-}
-"""
+UNHOISTED = GEMV_INNER.replace("@gemv_inner", "@q4k_gemv")
 
 LOWERED = """func @gemv_lowered(%w: tensor<u8[N,G,144]>, %x: tensor<f32[G,256]>, %y: buffer<f32[N]>) {returns = 1} {
   %c0 = constant() {value = 0} : index

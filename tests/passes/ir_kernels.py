@@ -1,21 +1,7 @@
 """Kernels written as IR text for the pass tests: each one exercises a rule of a pass."""
+import pathlib
 
-GEMV = """func @q4k_gemv(%w: tensor<u8[N,G,144]>, %x: tensor<f32[G,256]>, %y: buffer<f32[N]>) {
-  %xq = quantize(%x) {format = #q8_k} : tensor<u8[G,292]>
-  %c0 = constant() {value = 0} : index
-  %c1 = constant() {value = 1} : index
-  %n_rows = dim(%w) {axis = 0} : index
-  for(%c0, %n_rows, %c1) ({
-  ^(%n: index):
-    %wn = subview(%w, %n) {axes = "i::"} : tensor<u8[G,144]>
-    %r = quantized_dot(%wn, %xq) {acc_dtype = f32, lhs_format = #q4_k, order = "seq", rhs_format = #q8_k} : tensor<f32[]>
-    %s = load(%r) : f32
-    store(%s, %y, %n)
-    yield()
-  })
-  return()
-}
-"""
+GEMV = (pathlib.Path(__file__).parents[1] / "ir" / "fixtures" / "gemv.nir").read_text()
 
 # the quantize is written inside the row loop; licm must hoist it (guarded: N may be 0)
 GEMV_INNER = """func @gemv_inner(%w: tensor<u8[N,G,144]>, %x: tensor<f32[G,256]>, %y: buffer<f32[N]>) {
