@@ -46,50 +46,17 @@ Q8 = I.formats.get("q8_g32_fp16")
 T2 = I.formats.get("t2_g128_fp16")
 
 
-@I.kernel
-def q2_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q2, k=x.shape[0]), x)
+def decode_gemv(fmt):
+    """The GEMV ``y[n] = dot(decode(p[n], s[n]), x)`` for grouped format ``fmt``."""
+    @I.kernel
+    def gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
+             x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
+        for n in I.range(p.shape[0]):
+            y[n] = I.dot(I.decode(p[n], s[n], format=fmt, k=x.shape[0]), x)
+    return gemv
 
 
-@I.kernel
-def q4_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q4, k=x.shape[0]), x)
-
-
-@I.kernel
-def q5_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q5, k=x.shape[0]), x)
-
-
-@I.kernel
-def q6_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q6, k=x.shape[0]), x)
-
-
-@I.kernel
-def q8_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q8, k=x.shape[0]), x)
-
-
-@I.kernel
-def t2_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=T2, k=x.shape[0]), x)
-
-
-KERNELS = {"q2_g64_fp16": q2_gemv, "q4_g64_fp16": q4_gemv, "q5_g64_fp16": q5_gemv,
-           "q6_g64_fp16": q6_gemv, "q8_g32_fp16": q8_gemv, "t2_g128_fp16": t2_gemv}
+KERNELS = {fmt.name: decode_gemv(fmt) for fmt in (Q2, Q4, Q5, Q6, Q8, T2)}
 DEFAULT_FORMATS = ("q4_g64_fp16", "q8_g32_fp16", "t2_g128_fp16", "q2_g64_fp16")
 SHAPES = ((4096, 4096), (11008, 4096))
 QUICK_SHAPES = ((1024, 1024),)
@@ -197,7 +164,7 @@ def main(argv=None):
         for case in cases.values():
             case.sample(max(1, args.calls))
 
-    target = I.compile(q4_gemv, "cpu").isa
+    target = I.compile(KERNELS["q4_g64_fp16"], "cpu").isa
     print(f"decode GEMV, seq order, weights hot; {args.rounds} rounds x {args.calls} calls; "
           f"CPU code for {target}; OpenBLAS threads set: {set_blas is not None}")
     for stat in ("median", "best"):

@@ -16,13 +16,6 @@ T2 = I.formats.get("t2_g128_fp16")
 
 
 @I.kernel
-def q2_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q2, k=x.shape[0]), x)
-
-
-@I.kernel
 def q4_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
             x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
     for n in I.range(p.shape[0]):
@@ -30,36 +23,18 @@ def q4_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
         y[n] = I.dot(w, x)
 
 
-@I.kernel
-def q5_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q5, k=x.shape[0]), x)
+def decode_gemv(fmt):
+    """The GEMV ``y[n] = dot(decode(p[n], s[n]), x)`` for grouped format ``fmt``."""
+    @I.kernel
+    def gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
+             x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
+        for n in I.range(p.shape[0]):
+            y[n] = I.dot(I.decode(p[n], s[n], format=fmt, k=x.shape[0]), x)
+    return gemv
 
 
-@I.kernel
-def q6_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q6, k=x.shape[0]), x)
-
-
-@I.kernel
-def q8_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=Q8, k=x.shape[0]), x)
-
-
-@I.kernel
-def t2_gemv(p: I.Tensor[I.u8, "N", "P"], s: I.Tensor[I.f16, "N", "S"],
-            x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    for n in I.range(p.shape[0]):
-        y[n] = I.dot(I.decode(p[n], s[n], format=T2, k=x.shape[0]), x)
-
-
-GEMV = {"q2_g64_fp16": q2_gemv, "q4_g64_fp16": q4_gemv, "q5_g64_fp16": q5_gemv,
-        "q6_g64_fp16": q6_gemv, "q8_g32_fp16": q8_gemv, "t2_g128_fp16": t2_gemv}
+GEMV = {fmt.name: decode_gemv(fmt) for fmt in (Q2, Q5, Q6, Q8, T2)}
+GEMV["q4_g64_fp16"] = q4_gemv
 
 
 @I.kernel
