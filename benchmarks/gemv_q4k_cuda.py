@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from backends.cuda import qkernels, runtime  # noqa: E402
+from ninfer_ir.backends.cuda import qkernels, runtime  # noqa: E402
 
 SHAPES = ((4096, 4096), (11008, 4096), (4096, 11008), (1024, 1024), (4096, 14336),
           (14336, 4096))

@@ -18,7 +18,7 @@ import numpy as np
 
 import ninfer_ir as I
 from ninfer_ir import formats
-from ninfer_ir.cli_q4k import encode_q4k
+from ninfer_ir.q4k import encode_q4k
 
 
 @I.kernel

@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 import ninfer_ir as I
-from ninfer_ir.cli_q4k import random_q4k
+from ninfer_ir.q4k import random_q4k
 
 
 @I.kernel

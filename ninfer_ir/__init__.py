@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 
 def parse(text: str, verify: bool = True) -> Module:
     """Read textual IR back into a Module (the printer's exact inverse)."""
-    from frontend.textual import parse as _parse
+    from ninfer_ir.frontend.textual import parse as _parse
     return _parse(text, verify=verify)
 
 
@@ -43,26 +43,26 @@ def verify(module: Module) -> Module:
 
 def quantize(values, format=None):
     """Q8_K-quantize f32 ``[G,256]`` rows into u8 ``[G,292]`` records (spec §4)."""
-    from backends.interp.eager import quantize as _f
+    from ninfer_ir.backends.interp.eager import quantize as _f
     return _f(values, format=format)
 
 
 def quantized_dot(lhs, rhs, lhs_format=None, rhs_format=None, acc_dtype=None, order="seq"):
     """Q4_K ``[G,144]`` x Q8_K ``[G,292]`` records -> rank-0 f32 (spec §3)."""
-    from backends.interp.eager import quantized_dot as _f
+    from ninfer_ir.backends.interp.eager import quantized_dot as _f
     return _f(lhs, rhs, lhs_format=lhs_format, rhs_format=rhs_format, acc_dtype=acc_dtype,
               order=order)
 
 
 def dot(lhs, rhs, order="seq"):
     """The ordinary contraction of two float vectors, summed in ``order``."""
-    from backends.interp.eager import dot as _f
+    from ninfer_ir.backends.interp.eager import dot as _f
     return _f(lhs, rhs, order=order)
 
 
 def reduce(x, kind, order="seq"):
     """Reduce the last axis with ``kind`` add/mul/min/max (floats summed in ``order``)."""
-    from backends.interp.eager import reduce as _f
+    from ninfer_ir.backends.interp.eager import reduce as _f
     return _f(x, kind=kind, order=order)
 
 
@@ -85,39 +85,39 @@ def min(x):
 def decode(packed, scales, format=None, k=None):
     """One packed row of a grouped format (``format.pack``) -> f32[k]:
     ``binary32(s32 * binary32(q))`` per element (no code validation)."""
-    from backends.interp.eager import decode as _f
+    from ninfer_ir.backends.interp.eager import decode as _f
     return _f(packed, scales, format=format, k=k)
 
 
 def select(c, a, b):
-    from backends.interp.eager import select as _f
+    from ninfer_ir.backends.interp.eager import select as _f
     return _f(c, a, b)
 
 
 def minimum(a, b):
-    from backends.interp.eager import elementwise as _f
+    from ninfer_ir.backends.interp.eager import elementwise as _f
     return _f("min", a, b)
 
 
 def maximum(a, b):
-    from backends.interp.eager import elementwise as _f
+    from ninfer_ir.backends.interp.eager import elementwise as _f
     return _f("max", a, b)
 
 
 def abs(x):
-    from backends.interp.eager import absolute as _f
+    from ninfer_ir.backends.interp.eager import absolute as _f
     return _f(x)
 
 
 def cast(x, dtype):
-    from backends.interp.eager import cast as _f
+    from ninfer_ir.backends.interp.eager import cast as _f
     return _f(x, dtype)
 
 
 def bitcast(x, dtype):
-    from backends.interp.eager import bitcast as _f
+    from ninfer_ir.backends.interp.eager import bitcast as _f
     return _f(x, dtype)
 
 
 # -- the DSL (frontend) ----------------------------------------------------------------
-from frontend.dsl import kernel, Kernel, Tensor, Buffer, range, prange  # noqa: E402,F401
+from ninfer_ir.frontend.dsl import kernel, Kernel, Tensor, Buffer, range, prange  # noqa: E402,F401

@@ -30,7 +30,7 @@ def _check_target(target: str) -> None:
 
 def interpret(kernel, *args, counters=None, func_name=None, **kwargs):
     """Run a kernel on numpy arrays with the interpreter (the oracle)."""
-    from backends.interp.interpreter import interpret as _interpret
+    from ninfer_ir.backends.interp.interpreter import interpret as _interpret
     return _interpret(module_of(kernel), *args, func_name=func_name, counters=counters,
                       **kwargs)
 
@@ -43,7 +43,7 @@ def lower(kernel, target: str = "cpu", print_after=None, dump_dir=None, report=F
     ``report=True`` also returns the pipeline report (timings, peak local bytes).
     """
     _check_target(target)
-    from passes.pipeline import lower as _lower
+    from ninfer_ir.passes.pipeline import lower as _lower
     module, rep = _lower(module_of(kernel), target=target if target != "interp" else "cpu",
                          print_after=print_after, dump_dir=dump_dir)
     return (module, rep) if report else module
@@ -55,17 +55,17 @@ def compile(kernel, target: str = "cpu", print_after=None, dump_dir=None, thread
     _check_target(target)
     module = module_of(kernel)
     if target == "interp":
-        from backends.interp.interpreter import InterpretedKernel
+        from ninfer_ir.backends.interp.interpreter import InterpretedKernel
         return InterpretedKernel(module)
     lowered, rep = lower(module, target, print_after=print_after, dump_dir=dump_dir, report=True)
     if target == "cpu":
-        from backends.llvm.launcher import compile_module
+        from ninfer_ir.backends.llvm.launcher import compile_module
         return compile_module(lowered, threads=threads, cache_dir=cache_dir, report=rep)
-    from backends.cuda.runtime import gpu_available
+    from ninfer_ir.backends.cuda.runtime import gpu_available
     ok, why = gpu_available()
     if not ok:
         raise TargetUnavailable(f"target 'cuda' cannot run here: {why}")
-    from backends.cuda.launcher import compile_module as _cuda_compile
+    from ninfer_ir.backends.cuda.launcher import compile_module as _cuda_compile
     return _cuda_compile(lowered, report=rep)
 
 
@@ -81,7 +81,7 @@ def emit(kernel, target: str = "cpu", kind: str | None = None) -> str:
         raise NinferError(f"target {target!r} emits {' or '.join(kinds)}, not {kind!r}")
     lowered = lower(kernel, target)
     if target == "cpu":
-        from backends.llvm.codegen import emit as _emit
+        from ninfer_ir.backends.llvm.codegen import emit as _emit
         return _emit(lowered, kind=kind)
-    from backends.cuda.emitter import emit as _cuda_emit
+    from ninfer_ir.backends.cuda.emitter import emit as _cuda_emit
     return _cuda_emit(lowered, kind=kind)

@@ -80,7 +80,7 @@ output; `tests/passes/test_passes_docs.py` fails when it is out of date.
 ## API
 
 ```python
-from passes.pipeline import lower, default_passes
+from ninfer_ir.passes.pipeline import lower, default_passes
 module, report = lower(kernel.ir, target="cpu", print_after="all", dump_dir="stages/")
 ```
 
@@ -212,7 +212,7 @@ def render() -> str:
 
 
 def doc_path() -> str:
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    return os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))),
                         "docs", "passes.md")
 
 

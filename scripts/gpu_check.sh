@@ -44,7 +44,7 @@ for name in ("numpy", "cupy", "lark", "hypothesis", "cuda.bindings"):
         print(f"{name}: {getattr(mod, '__version__', 'ok')}")
     except Exception as exc:
         print(f"{name}: MISSING ({exc})")
-from backends.cuda import runtime, nvrtc
+from ninfer_ir.backends.cuda import runtime, nvrtc
 print("gpu_available:", runtime.gpu_available())
 print("compilers here:", nvrtc.available_compilers())
 EOF

@@ -30,7 +30,7 @@ def _round_trip_every_module(monkeypatch, request):
     monkeypatch.setattr(_ir.Module, "__init__", original)
     if request.node.get_closest_marker("no_round_trip"):
         return
-    from frontend.textual import parse
+    from ninfer_ir.frontend.textual import parse
     for m in built:
         if not m.funcs:
             continue

@@ -45,7 +45,7 @@ class HostCEmitter(CLikeEmitter):
     }
 
     def library(self) -> str:
-        from backends.cuda import qkernels
+        from ninfer_ir.backends.cuda import qkernels
         parts = [qkernels.PRELUDE]
         if self.quantized:
             parts.append(qkernels.RECORD_FUNCTIONS)

@@ -41,7 +41,7 @@ from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp
 from ninfer_ir.types import index
 
-from backends import signature
+from ninfer_ir.backends import signature
 
 __all__ = ["CTL_FAILED", "CTL_LOCK", "CTL_KEY", "CTL_STATUS", "CTL_ERR", "ERR_SLOTS",
            "CTL_LAYOUT", "ALIGN", "Unit", "AllocSlot", "FuncPlan", "HostExpr",
@@ -223,7 +223,7 @@ def error_for(plan: FuncPlan, ctl) -> Exception | None:
     """The exception a finished call's control block reports, or None."""
     if int(ctl[CTL_FAILED]) == 0:
         return None
-    from backends.llvm.status import error_for_status
+    from ninfer_ir.backends.llvm.status import error_for_status
     status = int(ctl[CTL_STATUS])
     nums = [int(np.int64(np.uint64(x))) for x in ctl[CTL_ERR:CTL_ERR + ERR_SLOTS]]
     return error_for_status(status, nums, plan.checks, plan.guards)

@@ -31,10 +31,10 @@ from __future__ import annotations
 from ninfer_ir import ops as O
 from ninfer_ir.sumorder import SumOrder
 
-from backends.clike import folds
-from backends.clike.emitter import CLikeEmitter, Emitted
-from backends.clike.plan import CTL_LOCK, fail_helpers
-from backends.clike.scalars import TYPEDEFS
+from ninfer_ir.backends.clike import folds
+from ninfer_ir.backends.clike.emitter import CLikeEmitter, Emitted
+from ninfer_ir.backends.clike.plan import CTL_LOCK, fail_helpers
+from ninfer_ir.backends.clike.scalars import TYPEDEFS
 
 __all__ = ["CudaEmitter", "emit", "emit_module", "BLOCK_THREADS", "ARCH"]
 

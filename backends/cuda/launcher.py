@@ -32,7 +32,7 @@ import numpy as np
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.types import ScalarType, bf16, bool_, f16
 
-from backends.clike import plan as P
+from ninfer_ir.backends.clike import plan as P
 
 from .emitter import BLOCK_THREADS, CudaEmitter
 

@@ -29,7 +29,7 @@ from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import (BufferType, ScalarType, ShapedType, bool_, f32, f64, from_numpy,
                              i64)
 
-from backends.signature import bind_call, out_shape
+from ninfer_ir.backends.signature import bind_call, out_shape
 
 from . import quantops
 

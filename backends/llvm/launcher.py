@@ -33,7 +33,7 @@ import ninfer_ir
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import BufferType, ShapedType
-from backends.interp.eager import bind_arguments
+from ninfer_ir.backends.interp.eager import bind_arguments
 
 from .codegen import lower_module, slot_layout
 from .jit import JITModule, host_target

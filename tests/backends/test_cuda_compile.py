@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from backends.cuda import nvrtc, qkernels
+from ninfer_ir.backends.cuda import nvrtc, qkernels
 from ninfer_ir.errors import TargetUnavailable
 
 ARCHS = ("sm_90", "sm_80")

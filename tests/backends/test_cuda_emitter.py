@@ -29,13 +29,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from backends.clike.emitter import LEGALIZED_AWAY, RULES  # noqa: E402
-from backends.clike.host import HostKernel  # noqa: E402
-from backends.cuda import nvrtc, runtime  # noqa: E402
-from backends.cuda.emitter import emit, emit_module  # noqa: E402
-from backends.cuda.launcher import CudaKernel, compile_module  # noqa: E402
-from backends.interp.interpreter import interpret  # noqa: E402
-from frontend.textual import parse  # noqa: E402
+from ninfer_ir.backends.clike.emitter import LEGALIZED_AWAY, RULES  # noqa: E402
+from ninfer_ir.backends.clike.host import HostKernel  # noqa: E402
+from ninfer_ir.backends.cuda import nvrtc, runtime  # noqa: E402
+from ninfer_ir.backends.cuda.emitter import emit, emit_module  # noqa: E402
+from ninfer_ir.backends.cuda.launcher import CudaKernel, compile_module  # noqa: E402
+from ninfer_ir.backends.interp.interpreter import interpret  # noqa: E402
+from ninfer_ir.frontend.textual import parse  # noqa: E402
 from ninfer_ir import ops as O  # noqa: E402
 from ninfer_ir import semantics  # noqa: E402
 from ninfer_ir.errors import DomainError, TargetUnavailable, VerifyError  # noqa: E402
@@ -427,7 +427,7 @@ def test_host_c_wide_numerics_against_the_semantics_table():
 # --- the CUDA launcher ---------------------------------------------------------------------
 
 def test_arena_gives_every_worker_its_own_slots():
-    from backends.clike.plan import ALIGN, CTL_LAYOUT, layout
+    from ninfer_ir.backends.clike.plan import ALIGN, CTL_LAYOUT, layout
     plan = emit_module(module("int4_gemv")).plans["int4_gemv"]
     (slot,) = plan.allocs
     unit = plan.units[slot.unit]

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends.cuda import qkernels
-from backends.interp import quantops
+from ninfer_ir.backends.cuda import qkernels
+from ninfer_ir.backends.interp import quantops
 from ninfer_ir.errors import DomainError
 from ninfer_ir.sumorder import SumOrder
 
@@ -344,7 +344,7 @@ def test_host_quantize_domain_errors(host, poison, reason):
 # --- GPU -------------------------------------------------------------------------
 
 def _gpu():
-    from backends.cuda import runtime
+    from ninfer_ir.backends.cuda import runtime
     ok, why = runtime.gpu_available()
     if not ok:
         pytest.skip(f"no GPU: {why}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.cuda import nvrtc, qkernels, runtime
+from ninfer_ir.backends.cuda import nvrtc, qkernels, runtime
 from ninfer_ir.errors import DomainError, TargetUnavailable, VerifyError
 
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.clike.host import HostKernel
-from backends.cuda.emitter import emit as emit_cuda
+from ninfer_ir.backends.clike.host import HostKernel
+from ninfer_ir.backends.cuda.emitter import emit as emit_cuda
 from tests.passes.ir_kernels import SCALED_QUANTIZE
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp import interpret
-from backends.llvm.codegen import LEGALIZED_AWAY, LOWERINGS, STRUCTURAL, emit, lower_module
-from backends.llvm.launcher import CompiledKernel
+from ninfer_ir.backends.interp import interpret
+from ninfer_ir.backends.llvm.codegen import LEGALIZED_AWAY, LOWERINGS, STRUCTURAL, emit, lower_module
+from ninfer_ir.backends.llvm.launcher import CompiledKernel
 from ninfer_ir.semantics import int_range
 from ninfer_ir.types import SCALARS, bf16, bool_
 

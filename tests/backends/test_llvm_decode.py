@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ninfer_ir as I
-from backends.interp.decode import decode_row
-from backends.interp.eager import dot_values
-from backends.llvm.builtins import add_half_builtins
-from backends.llvm.jit import ISA_LEVELS, JITModule, host_target
-from backends.llvm.launcher import compile_module
-from backends.llvm.qdecode_rows import add_decode_rows
+from ninfer_ir.backends.interp.decode import decode_row
+from ninfer_ir.backends.interp.eager import dot_values
+from ninfer_ir.backends.llvm.builtins import add_half_builtins
+from ninfer_ir.backends.llvm.jit import ISA_LEVELS, JITModule, host_target
+from ninfer_ir.backends.llvm.launcher import compile_module
+from ninfer_ir.backends.llvm.qdecode_rows import add_decode_rows
 from ninfer_ir.errors import TargetUnavailable
 from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import f32

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp import interpret
-from backends.llvm.launcher import compile_module
+from ninfer_ir.backends.interp import interpret
+from ninfer_ir.backends.llvm.launcher import compile_module
 from tests.kernels import KERNELS, assert_same_bits, outputs
 
 

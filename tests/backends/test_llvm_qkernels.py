@@ -15,9 +15,9 @@ import struct
 import numpy as np
 import pytest
 
-from backends.interp import quantops as oracle
-from backends.llvm import jit as J
-from backends.llvm.qkernels import (DOT, DOT_ROWS, QUANTIZE, SIGNATURES, build_module,
+from ninfer_ir.backends.interp import quantops as oracle
+from ninfer_ir.backends.llvm import jit as J
+from ninfer_ir.backends.llvm.qkernels import (DOT, DOT_ROWS, QUANTIZE, SIGNATURES, build_module,
                                     decode_status, load_kernels)
 from ninfer_ir.errors import DomainError, TargetUnavailable
 

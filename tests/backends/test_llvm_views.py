@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp import interpret
-from backends.llvm.launcher import CompiledKernel
+from ninfer_ir.backends.interp import interpret
+from ninfer_ir.backends.llvm.launcher import CompiledKernel
 
 HEAD = """  %c0 = constant() {value = 0} : index
   %c1 = constant() {value = 1} : index

@@ -20,7 +20,7 @@ def ninfer(*args):
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     """Two Q4_K matrices (encoded from floats), an F16 and an F32 tensor."""
-    from ninfer_ir.cli_q4k import encode_q4k
+    from ninfer_ir.q4k import encode_q4k
 
     path = str(tmp_path_factory.mktemp("gguf") / "model.gguf")
     rng = np.random.default_rng(7)

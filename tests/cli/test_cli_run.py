@@ -162,7 +162,7 @@ def test_ir_prints_the_kernel_and_it_parses_back():
 
 
 def test_ir_print_after_and_lowered(tmp_path):
-    from passes.pipeline import default_passes
+    from ninfer_ir.passes.pipeline import default_passes
     r = ninfer("ir", GEMV, "--print-after", "all", "--lowered")
     assert r.returncode == 0, r.stderr
     for k, p in enumerate(default_passes("cpu"), 1):
@@ -188,7 +188,7 @@ def test_emit_llvm_and_asm(tmp_path):
 def test_emit_cuda_without_a_gpu(kind, marker):
     r = ninfer("emit", GEMV, "--kind", kind)
     try:
-        import backends.cuda.emitter  # noqa: F401
+        import ninfer_ir.backends.cuda.emitter  # noqa: F401
     except ImportError:
         assert r.returncode == 3 and "unavailable" in r.stderr
         return

@@ -3,7 +3,7 @@ pipeline; every backend then computes the interpreter's bits."""
 import numpy as np
 
 import ninfer_ir as I
-from backends.clike.host import HostKernel
+from ninfer_ir.backends.clike.host import HostKernel
 
 Q4 = I.formats.get("q4_g64_fp16")
 

@@ -67,7 +67,7 @@ def test_gguf_gemv_writes_its_own_file():
 
 def test_gguf_gemv_on_a_given_file(tmp_path):
     gguf = pytest.importorskip("gguf")
-    from ninfer_ir.cli_q4k import encode_q4k
+    from ninfer_ir.q4k import encode_q4k
 
     path = str(tmp_path / "m.gguf")
     writer = gguf.GGUFWriter(path, "test")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from frontend.dsl import Kernel
-from ninfer_ir.cli_inputs import fresh_copy, make_inputs
-from ninfer_ir.cli_run import compare, outputs_of
+from ninfer_ir.frontend.dsl import Kernel
+from ninfer_ir.cli.inputs import fresh_copy, make_inputs
+from ninfer_ir.cli.run import compare, outputs_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = "import numpy as np\nimport ninfer_ir as I\n"

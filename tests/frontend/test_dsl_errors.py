@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import frontend
+from ninfer_ir import frontend
 import ninfer_ir as I
 from ninfer_ir.errors import DSLError
 

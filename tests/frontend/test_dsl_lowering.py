@@ -367,8 +367,8 @@ def test_floor_division_needs_integers():
 
 
 def test_an_internal_failure_is_a_located_dsl_error():
-    from frontend.diagnostics import capture
-    from frontend.lowering_ast import Lowering
+    from ninfer_ir.frontend.diagnostics import capture
+    from ninfer_ir.frontend.lowering_ast import Lowering
     from ninfer_ir.ir import Block, Value
 
     def k(x: I.Tensor[I.f32, "N"]):

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp import interpret
+from ninfer_ir.backends.interp import interpret
 
 TWO = """func @f(%w: tensor<u8[N,G,144]>, %x: tensor<f32[G,256]>, %y: buffer<f32[N]>) {
   return()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp.interpreter import RULES, interpret
+from ninfer_ir.backends.interp.interpreter import RULES, interpret
 from ninfer_ir.ir import FuncOp, Operation
 
 

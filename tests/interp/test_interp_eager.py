@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp import bitcast, cast, dot, interpret, quantize, quantized_dot, reduce
-from backends.interp import quantops
+from ninfer_ir.backends.interp import bitcast, cast, dot, interpret, quantize, quantized_dot, reduce
+from ninfer_ir.backends.interp import quantops
 
 
 def records(g, seed=0):

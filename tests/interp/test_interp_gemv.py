@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp import interpret
-from backends.interp.quantops import quantize_q8k, quantized_dot_rows
+from ninfer_ir.backends.interp import interpret
+from ninfer_ir.backends.interp.quantops import quantize_q8k, quantized_dot_rows
 
 from tests.passes.ir_kernels import GEMV as _GEMV_SEQ, GEMV_INNER  # noqa: E402
 
@@ -106,7 +106,7 @@ def test_gemv_speed():
 
 
 def test_interpreted_kernel():
-    from backends.interp.interpreter import InterpretedKernel
+    from ninfer_ir.backends.interp.interpreter import InterpretedKernel
     module = I.parse(GEMV.replace("ORDER", "seq"))
     kernel = InterpretedKernel(module)
     w, x = inputs(9, 2, seed=7)

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp import interpret
-from backends.interp import quantops
+from ninfer_ir.backends.interp import interpret
+from ninfer_ir.backends.interp import quantops
 from ninfer_ir.sumorder import SumOrder
 
 ORDERS = ["seq", "tree", "chunk<3>", "chunk<4>/tree", "chunk<64>"]
@@ -231,7 +231,7 @@ def test_reduce_result_never_aliases_a_buffer():
 @pytest.mark.parametrize("order", ORDERS + ["chunk<1>", "chunk<5>/tree"])
 def test_generic_fold_agrees_with_sumorder_on_f32(order):
     """The fold used for f16/f64/mul is the same parenthesization as SumOrder's."""
-    from backends.interp.eager import _ordered_rows
+    from ninfer_ir.backends.interp.eager import _ordered_rows
     from ninfer_ir import semantics
     for length in (1, 2, 3, 7, 16, 33):
         x = np.stack([spread(length, np.float32, 100 + length + s) for s in range(4)])

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp import interpret
+from ninfer_ir.backends.interp import interpret
 
 
 def run(text, *args, **kwargs):

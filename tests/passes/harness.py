@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.interp.interpreter import interpret
-from frontend.textual import parse
+from ninfer_ir.backends.interp.interpreter import interpret
+from ninfer_ir.frontend.textual import parse
 from ninfer_ir.errors import DomainError
 from ninfer_ir.types import ScalarType
-from passes.pipeline import lower
+from ninfer_ir.passes.pipeline import lower
 
 SIZES = {"N": 3, "G": 1, "K": 5, "M": 2, "H": 4, "R": 2, "C": 3}
 

@@ -1,5 +1,5 @@
 """docs/passes.md is generated from the real print_after="all" output and up to date."""
-from passes import _docgen
+from ninfer_ir.passes import _docgen
 
 
 def test_docs_passes_md_is_up_to_date():

@@ -7,8 +7,8 @@ from tests.kernels import KERNELS as REGISTRY
 from tests.passes.harness import make_args, run, stages
 from tests.passes.ir_kernels import (AXPY, DECODE_DOT, DECODE_DOT_TREE, LOAD_AFTER_STORE,
                                      OVERLAP_UPDATE, SCALED_QUANTIZE, TWO_DOTS)
-from passes import CSE, LICM, Fuse, Lower, Materialize, PassError, lower
-from passes.manager import PassManager
+from ninfer_ir.passes import CSE, LICM, Fuse, Lower, Materialize, PassError, lower
+from ninfer_ir.passes.manager import PassManager
 
 
 def _stage(text, name):

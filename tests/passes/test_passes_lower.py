@@ -3,14 +3,14 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp.interpreter import interpret
+from ninfer_ir.backends.interp.interpreter import interpret
 from tests.kernels import KERNELS as REGISTRY
 from tests.passes.harness import make_args, run
 from tests.passes.ir_kernels import (AXPY, GEMV, KERNELS, ROW_SUMS, SHIFT_COPY,
                                      UNPROVEN_INDEX)
-from passes import Lower, PassError, lower
-from passes.levels import loop_level_problems
-from passes.manager import PassManager
+from ninfer_ir.passes import Lower, PassError, lower
+from ninfer_ir.passes.levels import loop_level_problems
+from ninfer_ir.passes.manager import PassManager
 
 
 def _ops(m, name):

@@ -7,8 +7,8 @@ import pytest
 import ninfer_ir as I
 from ninfer_ir.errors import TargetUnavailable
 from tests.passes.ir_kernels import GEMV, GEMV_INNER
-from passes import DCE, CSE, Canonicalize, Pass, PassError, default_passes, lower
-from passes.manager import PassManager
+from ninfer_ir.passes import DCE, CSE, Canonicalize, Pass, PassError, default_passes, lower
+from ninfer_ir.passes.manager import PassManager
 
 NAMES = [p.name for p in default_passes()]
 

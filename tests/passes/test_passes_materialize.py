@@ -7,9 +7,9 @@ from tests.kernels import KERNELS as REGISTRY
 from tests.passes.harness import make_args, run, stages
 from tests.passes.ir_kernels import (GEMV, KERNELS, LOOP_TEMP, SCALED_QUANTIZE,
                                      SEQUENTIAL_TEMPS)
-from passes import Materialize, PassError, default_passes, lower
-from passes.manager import PassManager
-from passes.peak import peak_bytes
+from ninfer_ir.passes import Materialize, PassError, default_passes, lower
+from ninfer_ir.passes.manager import PassManager
+from ninfer_ir.passes.peak import peak_bytes
 
 
 def _ops(m, name):

@@ -3,8 +3,8 @@ and the marked IR computes the same bits."""
 import numpy as np
 
 import ninfer_ir as I
-from backends.clike.host import HostKernel
-from passes import lower
+from ninfer_ir.backends.clike.host import HostKernel
+from ninfer_ir.passes import lower
 from tests.kernels import KERNELS as REGISTRY
 from tests.passes.harness import make_args
 from tests.passes.ir_kernels import GEMV

@@ -4,7 +4,7 @@ import pytest
 import ninfer_ir as I
 from tests.kernels import KERNELS as REGISTRY
 from tests.passes.ir_kernels import KERNELS
-from passes import lower
+from ninfer_ir.passes import lower
 
 MODULES = [(f"ir:{k}", lambda t=t: I.parse(t)) for k, t in sorted(KERNELS.items())] + \
           [(f"dsl:{k}", lambda c=c: c.kernel.ir) for k, c in sorted(REGISTRY.items())]

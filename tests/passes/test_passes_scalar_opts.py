@@ -5,8 +5,8 @@ import pytest
 import ninfer_ir as I
 from ninfer_ir import semantics
 from tests.passes.harness import make_args, run
-from passes import CSE, DCE, LICM, Canonicalize
-from passes.manager import PassManager
+from ninfer_ir.passes import CSE, DCE, LICM, Canonicalize
+from ninfer_ir.passes.manager import PassManager
 
 
 def _run(text, *passes):

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from backends.interp.interpreter import interpret
+from ninfer_ir.backends.interp.interpreter import interpret
 from tests.kernels import KERNELS as REGISTRY, normal, q4k_records
 from tests.passes.harness import stages
 from tests.passes.ir_kernels import (GEMM, GEMV, GEMV_INNER, GEMV_INNER_STATIC,
                                      NESTED_INVARIANT, TWO_DOTS)
-from passes import lower
+from ninfer_ir.passes import lower
 
 
 def _ops(module, name):

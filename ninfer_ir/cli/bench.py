@@ -14,9 +14,9 @@ import time
 
 import numpy as np
 
-from .cli_common import (EXIT_OK, EXIT_UNAVAILABLE, CliError, best_and_median, fmt_seconds,
+from .common import (EXIT_OK, EXIT_UNAVAILABLE, CliError, best_and_median, fmt_seconds,
                          progress)
-from .cli_q4k import random_q4k
+from ninfer_ir.q4k import random_q4k
 
 SHAPES = {"quick": ((1024, 1024), (4096, 4096)),
           "full": ((4096, 4096), (11008, 4096), (4096, 11008), (14336, 4096))}
@@ -37,11 +37,11 @@ def copy_bandwidth(nbytes: int, repeat: int) -> float:
 def targets(threads):
     """(name, callable) for every target that can run here."""
     import ninfer_ir as I
-    from .cli_kernels import q4k_gemv
+    from .kernels import q4k_gemv
 
     out = [("cpu", I.compile(q4k_gemv, target="cpu", threads=threads))]
     try:
-        from backends.cuda.runtime import gpu_available
+        from ninfer_ir.backends.cuda.runtime import gpu_available
         ok, why = gpu_available()
         if ok:
             out.append(("cuda", I.compile(q4k_gemv, target="cuda")))
@@ -86,7 +86,7 @@ def print_table(rows, bandwidth: float) -> None:
 
 def run_scripts(quick: bool) -> list[tuple]:
     """Run every script in the checkout's benchmarks/ folder; (name, status, seconds)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     folder = os.path.join(root, "benchmarks")
     if not os.path.isdir(folder):
         print("\nbenchmarks/ not found next to the package (scripts run from a checkout)")

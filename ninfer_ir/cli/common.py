@@ -49,7 +49,7 @@ def load_module(path: str):
 
 def load_kernel(spec: str):
     """The ``@I.kernel`` named by ``FILE.py[:kernel]`` (the only one when no name)."""
-    from frontend.dsl import Kernel
+    from ninfer_ir.frontend.dsl import Kernel
 
     path, name = split_spec(spec)
     module = load_module(path)

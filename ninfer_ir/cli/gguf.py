@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from .cli_common import (EXIT_FAILED, EXIT_OK, CliError, EXIT_UNAVAILABLE, fmt_seconds,
+from .common import (EXIT_FAILED, EXIT_OK, CliError, EXIT_UNAVAILABLE, fmt_seconds,
                          progress, usage)
 
 
@@ -74,7 +74,7 @@ def gguf_py_agrees(t, values: np.ndarray) -> str:
 def gemv_check(t, compiled, rows: int, rng) -> dict:
     """Run the GEMV on the interpreter and ``compiled``; compare and measure the error."""
     import ninfer_ir as I
-    from .cli_kernels import q4k_gemv
+    from .kernels import q4k_gemv
 
     shape = rows_first_shape(t)
     k = shape[-1]
@@ -126,7 +126,7 @@ def cmd_gguf(args) -> int:
         print("no Q4_K tensors: no GEMV to run")
         return EXIT_OK
     import ninfer_ir as I
-    from .cli_kernels import q4k_gemv
+    from .kernels import q4k_gemv
     compiled = I.compile(q4k_gemv, target=args.target)
     rng = np.random.default_rng(args.seed)
     print(f"\nQ4_K GEMV y = W x (x standard normal, quantized to Q8_K in the kernel), "

@@ -8,9 +8,9 @@ import numpy as np
 
 from ninfer_ir.types import BufferType
 
-from .cli_common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, fmt_seconds,
+from .common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, fmt_seconds,
                          load_kernel, parse_assignments, usage)
-from .cli_inputs import fresh_copy, make_inputs, param_name
+from .inputs import fresh_copy, make_inputs, param_name
 
 
 def outputs_of(func, args, returned) -> list:
@@ -112,7 +112,7 @@ def _errors(target: str, got_err, want_err) -> int:
 
 
 def _pass_names(target: str) -> list[str]:
-    from passes.pipeline import default_passes
+    from ninfer_ir.passes.pipeline import default_passes
     return [p.name for p in default_passes(target)]
 
 

@@ -16,8 +16,8 @@ import numpy as np
 
 from ninfer_ir.types import BufferType, ScalarType, ShapedType
 
-from .cli_common import usage
-from .cli_q4k import random_q4k
+from .common import usage
+from ninfer_ir.q4k import random_q4k
 
 DEFAULT_DIM = 16
 _INT_RANGE = {8: None, 16: None, 32: (-(1 << 15), 1 << 15), 64: (-(1 << 15), 1 << 15)}

@@ -18,7 +18,7 @@ import argparse
 import sys
 import traceback
 
-from .cli_common import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, CliError
+from .common import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, CliError
 
 EPILOG = ("exit codes: 0 ok, 1 check failed (mismatch, DomainError, invalid kernel), "
           "2 usage error, 3 target or package unavailable")
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeat", type=int, default=10, help="timed calls on the target")
     run.add_argument("--threads", type=int, default=None,
                      help="threads for parallel loops on cpu (default: all CPUs)")
-    run.set_defaults(handler="cli_run:cmd_run")
+    run.set_defaults(handler="run:cmd_run")
 
     ir = sub.add_parser("ir", parents=common, epilog=EPILOG,
                         help="print a kernel's IR, before or after the pass pipeline",
@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     ir.add_argument("--target", default="cpu", choices=["cpu", "cuda"],
                     help="the pipeline's target")
     ir.add_argument("--dump-dir", metavar="DIR", help="write every stage as DIR/NN-pass.nir")
-    ir.set_defaults(handler="cli_run:cmd_ir")
+    ir.set_defaults(handler="run:cmd_ir")
 
     emit = sub.add_parser("emit", parents=common, epilog=EPILOG,
                           help="print generated LLVM IR, assembly, CUDA C++ or PTX",
@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     _kernel_arg(emit)
     emit.add_argument("--kind", default="llvm", choices=["llvm", "asm", "cuda", "ptx"])
     emit.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
-    emit.set_defaults(handler="cli_run:cmd_emit")
+    emit.set_defaults(handler="run:cmd_emit")
 
     bench = sub.add_parser("bench", parents=common, epilog=EPILOG,
                            help="measure the Q4_K GEMV and run the benchmark scripts",
@@ -104,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--no-scripts", action="store_true",
                        help="skip the scripts in benchmarks/")
     bench.add_argument("--threads", type=int, default=None, help="threads on cpu")
-    bench.set_defaults(handler="cli_bench:cmd_bench")
+    bench.set_defaults(handler="bench:cmd_bench")
 
     gguf = sub.add_parser("gguf", parents=common, epilog=EPILOG,
                           help="list a GGUF file's tensors and check the Q4_K GEMV on them",
@@ -122,7 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     gguf.add_argument("--target", default="cpu", choices=["cpu", "cuda"],
                       help="the compiled target compared with the interpreter")
     gguf.add_argument("--seed", type=int, default=0, help="random seed of x")
-    gguf.set_defaults(handler="cli_gguf:cmd_gguf")
+    gguf.set_defaults(handler="gguf:cmd_gguf")
     return parser
 
 
@@ -130,11 +130,11 @@ def _dispatch(args) -> int:
     import importlib
 
     module, _, name = args.handler.partition(":")
-    return getattr(importlib.import_module(f"ninfer_ir.{module}"), name)(args)
+    return getattr(importlib.import_module(f"ninfer_ir.cli.{module}"), name)(args)
 
 
 def _report(e: BaseException, debug: bool) -> int:
-    from .errors import DomainError, DSLError, NinferError, TargetUnavailable
+    from ninfer_ir.errors import DomainError, DSLError, NinferError, TargetUnavailable
 
     if isinstance(e, CliError):
         code, line = e.code, str(e)
