@@ -1,0 +1,220 @@
+"""The vocabulary the math algorithms are written in: ``Val``, a value of one dtype in
+some *context*, with the ordinary ops of the IR as Python operators and methods.
+
+A context decides what an op *is*: ``NumpyContext`` evaluates it at once with the
+scalar rules of ``ninfer_ir.semantics`` (what the interpreter runs for every op), and
+``IRContext`` emits it with a ``Builder`` (what the ``expand_math`` pass does). An
+algorithm written once against ``Val`` therefore gives, by construction, the same bits
+in the interpreter and in every backend that computes the ordinary ops exactly.
+
+Only basic IEEE operations appear: f32/f64 ``add sub mul div``, conversions, integer
+bit operations, comparisons and selects; no FMA. Helpers at the end of this file are
+the exact double-double building blocks (``two_sum``, ``two_prod``, ``div_dd``) and the
+one final rounding ``round_dd`` (round-to-odd to 53 bits, then RNE to f32, which is
+the correctly rounded f32 of ``hi + lo``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ninfer_ir import semantics
+from ninfer_ir.types import ScalarType, bool_, f32, f64, i32, i64, u32, u64
+
+
+class Val:
+    """A value of dtype ``t`` in context ``c`` (``v`` is the context's handle)."""
+    __slots__ = ("c", "v", "t")
+
+    def __init__(self, c, v, t: ScalarType):
+        self.c, self.v, self.t = c, v, t
+
+    def _bin(self, name, other, swap=False):
+        o = other if isinstance(other, Val) else self.c.const(other, self.t)
+        a, b = (o, self) if swap else (self, o)
+        return self.c.op(name, [a, b], {}, self.t)
+
+    def __add__(self, o): return self._bin("add", o)
+    def __radd__(self, o): return self._bin("add", o, True)
+    def __sub__(self, o): return self._bin("sub", o)
+    def __rsub__(self, o): return self._bin("sub", o, True)
+    def __mul__(self, o): return self._bin("mul", o)
+    def __rmul__(self, o): return self._bin("mul", o, True)
+    def __truediv__(self, o): return self._bin("div", o)
+    def __rtruediv__(self, o): return self._bin("div", o, True)
+    def __and__(self, o): return self._bin("and", o)
+    def __or__(self, o): return self._bin("or", o)
+    def __xor__(self, o): return self._bin("xor", o)
+    def __lshift__(self, o): return self._bin("shl", o)
+    def __rshift__(self, o): return self._bin("shr", o)
+
+    def __neg__(self):
+        return self.c.op("neg", [self], {}, self.t)
+
+    def abs(self):
+        return self.c.op("abs", [self], {}, self.t)
+
+    def min(self, o):
+        return self._bin("min", o)
+
+    def max(self, o):
+        return self._bin("max", o)
+
+    def cmp(self, pred, o):
+        o = o if isinstance(o, Val) else self.c.const(o, self.t)
+        return self.c.op("cmp", [self, o], {"pred": pred}, bool_)
+
+    def lt(self, o): return self.cmp("lt", o)
+    def le(self, o): return self.cmp("le", o)
+    def gt(self, o): return self.cmp("gt", o)
+    def ge(self, o): return self.cmp("ge", o)
+    def eq(self, o): return self.cmp("eq", o)
+    def ne(self, o): return self.cmp("ne", o)
+
+    def cast(self, to: ScalarType):
+        return self if to is self.t else self.c.op("cast", [self], {"to": to}, to)
+
+    def bitcast(self, to: ScalarType):
+        return self.c.op("bitcast", [self], {"to": to}, to)
+
+
+def select(cond: Val, a, b):
+    """``a`` where ``cond`` else ``b`` (a Python number takes the other side's dtype)."""
+    t = a.t if isinstance(a, Val) else b.t
+    a = a if isinstance(a, Val) else cond.c.const(a, t)
+    b = b if isinstance(b, Val) else cond.c.const(b, t)
+    return cond.c.op("select", [cond, a, b], {}, t)
+
+
+def bits_const(c, word: int, t: ScalarType) -> Val:
+    """The float of dtype ``t`` with the bit pattern ``word`` (NaN, infinities)."""
+    return c.const(word, u32 if t is f32 else u64).bitcast(t)
+
+
+class NumpyContext:
+    """Evaluates every op at once on numpy arrays with ``ninfer_ir.semantics``."""
+
+    def const(self, value, t):
+        if t.is_float and isinstance(value, int):
+            value = float(value)
+        return Val(self, np.asarray(value, dtype=t.np_dtype), t)
+
+    def wrap(self, array, t):
+        return Val(self, np.asarray(array, dtype=t.np_dtype), t)
+
+    def op(self, name, args, attrs, t):
+        vs = [a.v for a in args]
+        src = args[-1].t
+        if name in semantics.BINARY:
+            r = semantics.binary(name, vs[0], vs[1], src)
+        elif name in semantics.UNARY:
+            r = semantics.unary(name, vs[0], src)
+        elif name == "cmp":
+            r = semantics.compare(attrs["pred"], vs[0], vs[1], src)
+        elif name == "select":
+            r = semantics.select(vs[0], vs[1], vs[2], src)
+        elif name == "cast":
+            r = semantics.cast(vs[0], src, attrs["to"])
+        elif name == "bitcast":
+            r = semantics.bitcast(vs[0], src, attrs["to"])
+        else:
+            raise ValueError(f"the math library does not use '{name}'")
+        return Val(self, r, t)
+
+
+class IRContext:
+    """Emits every op with a ``Builder`` (before the ``math`` op being expanded)."""
+
+    def __init__(self, builder):
+        self.b = builder
+        self.consts = {}
+
+    def const(self, value, t):
+        if t.is_float and isinstance(value, int):
+            value = float(value)
+        key = (t, type(value), value)
+        hit = self.consts.get(key)
+        if hit is None:
+            hit = self.consts[key] = Val(self, self.b.constant(value, t), t)
+        return hit
+
+    def wrap(self, value, t):
+        return Val(self, value, t)
+
+    def op(self, name, args, attrs, t):
+        return Val(self, self.b.value(name, *[a.v for a in args], **attrs), t)
+
+
+# -- exact building blocks ------------------------------------------------------------
+
+_SPLIT = float(2 ** 27 + 1)
+
+
+def two_sum(a: Val, b: Val):
+    """s + e == a + b exactly (Knuth), s = fl(a + b)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def fast_two_sum(a: Val, b: Val):
+    """s + e == a + b exactly when |a| >= |b| (or a == 0)."""
+    s = a + b
+    return s, b - (s - a)
+
+
+def _split(a: Val):
+    c = a * _SPLIT
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def two_prod(a: Val, b: Val):
+    """p + e == a * b exactly (Dekker, no FMA) while no intermediate overflows."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def div_dd(nh: Val, nl: Val, dh: Val, dl: Val):
+    """(nh + nl) / (dh + dl) as a double-double (relative error about 2^-100)."""
+    q = nh / dh
+    p, e = two_prod(q, dh)
+    r = (((nh - p) - e) + nl) - q * dl
+    return fast_two_sum(q, r / dh)
+
+
+def round_dd(hi: Val, lo: Val) -> Val:
+    """The f32 nearest to ``hi + lo`` (ties to even): ``hi`` is first rounded to odd
+    with the sign of ``lo`` as sticky bit, then converted once."""
+    bits = hi.bitcast(u64)
+    sticky = lo.ne(0.0) & (bits & 1).eq(0)
+    away = select(hi.lt(0.0), lo.lt(0.0), lo.gt(0.0))     # |hi + lo| > |hi|
+    odd = select(sticky, select(away, bits + 1, bits - 1), bits)
+    return odd.bitcast(f64).cast(f32)
+
+
+def pow2(k: Val) -> Val:
+    """2^k as an f64 for an integral f64 ``k`` in [-1022, 1023]."""
+    return ((k.cast(i64) + 1023) << 52).bitcast(f64)
+
+
+def rne_int(x: Val) -> Val:
+    """x rounded to the nearest integer (ties to even), |x| < 2^51, in f64."""
+    magic = 6755399441055744.0    # 1.5 * 2^52
+    return (x + magic) - magic
+
+
+def copysign(mag: Val, sign_of: Val) -> Val:
+    ut = u32 if mag.t is f32 else u64
+    top = 1 << (mag.t.bits - 1)
+    m = mag.bitcast(ut) & (top - 1)
+    s = sign_of.bitcast(ut) & top
+    return (m | s).bitcast(mag.t)
+
+
+__all__ = ["Val", "NumpyContext", "IRContext", "select", "bits_const", "two_sum",
+           "fast_two_sum", "two_prod", "div_dd", "round_dd", "pow2", "rne_int", "copysign",
+           "f32", "f64", "i32", "i64", "u32", "u64", "bool_"]

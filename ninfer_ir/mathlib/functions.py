@@ -1,0 +1,217 @@
+"""The f32 math functions, each one fixed algorithm of basic IEEE operations (see
+``core``). Every function takes and returns an f32 ``Val``; NaN arguments are handled
+by the caller (``mathlib.apply``), which gives the canonical quiet NaN.
+
+Method: the argument is widened to f64 (exactly), reduced exactly, and the function is
+evaluated as a double-double ``hi + lo`` whose relative error is far below 2^-53; the
+f32 result is its one correct rounding (``round_dd``). ``sqrt`` and ``rsqrt`` instead
+round a Newton approximation and correct it with an exact test at the two f32
+midpoints around it. The rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
+"""
+from __future__ import annotations
+
+from .core import (bits_const, copysign, div_dd, f32, f64, fast_two_sum, i64, pow2, rne_int,
+                   round_dd, select, two_prod, two_sum, u32, u64)
+
+QNAN = 0x7FC00000
+INF = 0x7F800000
+
+_h = float.fromhex
+LN2_HI45 = _h("0x1.62e42fefa3a00p-1")     # ln 2 to 45 bits: k * LN2_HI45 is exact, |k| < 2^8
+LN2_LO45 = _h("-0x1.0ca86c3898d00p-49")   # ln 2 - LN2_HI45
+LN2_HI = _h("0x1.62e42fefa39efp-1")       # ln 2 as a double-double
+LN2_LO = _h("0x1.abc9e3b39803fp-56")
+INV_LN2_HI = _h("0x1.71547652b82fep+0")   # 1 / ln 2 as a double-double
+INV_LN2_LO = _h("0x1.777d0ffda0d24p-56")
+SQRT2 = _h("0x1.6a09e667f3bcdp+0")
+
+
+def _horner(z, coeffs):
+    acc = z * coeffs[-1] + coeffs[-2]
+    for c in reversed(coeffs[:-2]):
+        acc = acc * z + c
+    return acc
+
+
+# -- rounding to integers (exact in f32) ----------------------------------------------
+
+_TWO23 = 8388608.0
+
+
+def _rint_abs(a):
+    return (a + _TWO23) - _TWO23              # RNE to an integer for 0 <= a < 2^23
+
+
+def rint(x):
+    a = x.abs()
+    return select(a.lt(_TWO23), copysign(_rint_abs(a), x), x)
+
+
+def floor(x):
+    r = rint(x)
+    return copysign(select(r.gt(x), r - 1.0, r), x)
+
+
+def ceil(x):
+    r = rint(x)
+    return copysign(select(r.lt(x), r + 1.0, r), x)
+
+
+def trunc(x):
+    a = x.abs()
+    r = select(a.lt(_TWO23), _rint_abs(a), a)
+    return copysign(select(r.gt(a), r - 1.0, r), x)
+
+
+# -- square roots -------------------------------------------------------------------
+
+def _rsqrt64(xd):
+    """1/sqrt(xd) for a positive normal f64, relative error about 2^-52: an integer
+    first guess (within 3.5 %) and four Newton steps y(3 - x y^2)/2."""
+    y = (xd.c.const(0x5FE6EB50C7B537A9, u64) - (xd.bitcast(u64) >> 1)).bitcast(f64)
+    half = xd * 0.5
+    for _ in range(4):
+        y = y * (1.5 - half * y * y)
+    return y
+
+
+def _neighbours(r):
+    """(r, next above, next below) of a positive f32 ``r``, as f32 and as f64."""
+    b = r.bitcast(u32)
+    up, dn = (b + 1).bitcast(f32), (b - 1).bitcast(f32)
+    return up, dn, (r.cast(f64) + up.cast(f64)) * 0.5, (r.cast(f64) + dn.cast(f64)) * 0.5
+
+
+def sqrt(x):
+    xd = x.cast(f64)
+    r = (xd * _rsqrt64(xd)).cast(f32)
+    up, dn, mu, md = _neighbours(r)        # a midpoint has 25 bits: its square is exact
+    r = select((mu * mu).le(xd), up, select((md * md).gt(xd), dn, r))
+    r = select(x.eq(0.0), x, r)
+    r = select(x.lt(0.0), bits_const(x.c, QNAN, f32), r)
+    return select(x.eq(float("inf")), x, r)
+
+
+def _above_one(m, xd):
+    """Exactly whether m*m*xd > 1 (m*m is exact; the product's error term by Dekker)."""
+    p, e = two_prod(m * m, xd)
+    return (p - 1.0).gt(-e)
+
+
+def rsqrt(x):
+    xd = x.cast(f64)
+    r = _rsqrt64(xd).cast(f32)
+    up, dn, mu, md = _neighbours(r)
+    r = select(_above_one(mu, xd), select(_above_one(md, xd), dn, r), up)
+    r = select(x.eq(0.0), copysign(bits_const(x.c, INF, f32), x), r)
+    r = select(x.lt(0.0), bits_const(x.c, QNAN, f32), r)
+    return select(x.eq(float("inf")), x.c.const(0.0, f32), r)
+
+
+# -- exponentials ---------------------------------------------------------------------
+
+_EXP_Q = [1.0 / f for f in (2, 6, 24, 120, 720, 5040, 40320, 362880, 3628800, 39916800,
+                            479001600, 6227020800)]    # (exp(r) - 1 - r) / r^2, to r^11/13!
+
+
+def _exp_dd(r, c):
+    """exp(r + c) as a double-double for |r| <= 0.35 and |c| <= 2^-53 |r|."""
+    s = r * r * _horner(r, _EXP_Q)
+    hi, lo = fast_two_sum(r.c.const(1.0, f64), r)
+    return fast_two_sum(hi, lo + (s + c + c * r))
+
+
+def exp(x):
+    xd = x.cast(f64).max(-150.0).min(100.0)   # beyond: the f32 result is 0 or inf
+    k = rne_int(xd * INV_LN2_HI)
+    r, c = fast_two_sum(xd - k * LN2_HI45, -(k * LN2_LO45))
+    hi, lo = _exp_dd(r, c)
+    s = pow2(k)
+    return round_dd(hi * s, lo * s)
+
+
+def exp2(x):
+    xd = x.cast(f64).max(-160.0).min(130.0)
+    k = rne_int(xd)
+    f = xd - k                                  # exact, |f| <= 1/2
+    p, e = two_prod(f, xd.c.const(LN2_HI, f64))
+    r, c = fast_two_sum(p, e + f * LN2_LO)
+    hi, lo = _exp_dd(r, c)
+    s = pow2(k)
+    return round_dd(hi * s, lo * s)
+
+
+# -- logarithms -----------------------------------------------------------------------
+
+_ATANH_P = [1.0 / n for n in range(3, 25, 2)]    # (atanh(s) - s) / s^3 in s^2, to s^22/23
+
+
+def _log_parts(x):
+    """(e, hi, lo) with log(x) = e ln 2 + hi + lo (hi + lo = log m, m in [0.7, 1.42])
+    for a positive finite f32 ``x``; e is an integral f64."""
+    b = x.cast(f64).bitcast(i64)
+    e = ((b >> 52) - 1023).cast(f64)
+    m = ((b & 0xFFFFFFFFFFFFF) | (1023 << 52)).bitcast(f64)
+    big = m.gt(SQRT2)
+    m = select(big, m * 0.5, m)
+    e = select(big, e + 1.0, e)
+    f = m - 1.0                                  # exact; 24 bits, so 2 + f is exact too
+    d = f + 2.0
+    s = f / d                                    # log m = 2 atanh(f / (2 + f))
+    p, pe = two_prod(s, d)
+    sl = ((f - p) - pe) / d
+    z = s * s
+    hi, lo = fast_two_sum(s * 2.0, sl * 2.0 + (s * 2.0) * z * _horner(z, _ATANH_P))
+    return e, hi, lo
+
+
+def _log_specials(x, r):
+    r = select(x.eq(0.0), bits_const(x.c, INF | 0x80000000, f32), r)
+    r = select(x.lt(0.0), bits_const(x.c, QNAN, f32), r)
+    return select(x.eq(float("inf")), x, r)
+
+
+def log(x):
+    e, hi, lo = _log_parts(x)
+    h, l = two_sum(e * LN2_HI45, hi)
+    return _log_specials(x, round_dd(*fast_two_sum(h, l + (e * LN2_LO45 + lo))))
+
+
+def log2(x):
+    e, hi, lo = _log_parts(x)
+    p, pe = two_prod(hi, x.c.const(INV_LN2_HI, f64))
+    pe = pe + (hi * INV_LN2_LO + lo * INV_LN2_HI)
+    h, l = two_sum(e, p)
+    return _log_specials(x, round_dd(*fast_two_sum(h, l + pe)))
+
+
+# -- hyperbolic tangent ---------------------------------------------------------------
+
+_TANH_P = [_h(c) for c in (
+    "-0x1.5555555555555p-2", "0x1.1111111111111p-3", "-0x1.ba1ba1ba1ba1cp-5",
+    "0x1.664f4882c10fap-6", "-0x1.226e355e6c23dp-7", "0x1.d6d3d0e157de0p-9",
+    "-0x1.7da36452b75e3p-10", "0x1.3558248036744p-11", "-0x1.f57d7734d1664p-13",
+    "0x1.967e18afcafadp-14", "-0x1.497d8eea25259p-15", "0x1.0b132d39a6050p-16")]
+# (tanh(a) - a) / a^3 in a^2 (Taylor, to a^25), used for |a| < 1/4
+
+
+def tanh(x):
+    a = x.cast(f64).abs().min(10.0)           # tanh(10) rounds to 1 in f32
+    z = a * a
+    sh, sl = fast_two_sum(a, a * z * _horner(z, _TANH_P))
+    k = rne_int(a * (2.0 * INV_LN2_HI))       # e^{2a} = 2^k e^r, then (E - 1) / (E + 1)
+    r, c = fast_two_sum((a * 2.0) - k * LN2_HI45, -(k * LN2_LO45))
+    eh, el = _exp_dd(r, c)
+    s = pow2(k)
+    eh, el = eh * s, el * s
+    nh, nl = two_sum(eh, eh.c.const(-1.0, f64))
+    dh, dl = two_sum(eh, eh.c.const(1.0, f64))
+    qh, ql = div_dd(nh, nl + el, dh, dl + el)
+    small = a.lt(0.25)
+    return copysign(round_dd(select(small, sh, qh), select(small, sl, ql)), x)
+
+
+FUNCTIONS = {
+    "sqrt": sqrt, "rsqrt": rsqrt, "exp": exp, "exp2": exp2, "log": log, "log2": log2,
+    "tanh": tanh, "floor": floor, "ceil": ceil, "trunc": trunc, "rint": rint,
+}
