@@ -12,6 +12,7 @@ import builtins
 import numpy as np
 
 from ninfer_ir.ir import Value
+from ninfer_ir.mathlib import FUNCTIONS
 from ninfer_ir.quant import QuantSchema
 from ninfer_ir.semantics import cast as cast_values
 from ninfer_ir.semantics import to_python
@@ -244,12 +245,25 @@ def abs_(lw, node, fname):
     return lw.value("abs", [lw.as_scalar(x, where)], what="I.abs", node=node)
 
 
+def math(lw, node, fname):
+    """``I.exp(x)`` …: one ``math`` op on a scalar or elementwise on a tensor/view."""
+    a = bind(lw, node, fname, ["x"], 1)
+    x, where = a["x"]
+    if not isinstance(x, Value):
+        from .scope import describe
+        raise lw.error(where, f"I.{fname} needs an f32 or f16 value, got {describe(x)} "
+                              f"(type a constant with I.cast)")
+    return lw.value("math", [lw.as_scalar(x, where)], {"fn": fname}, what=f"I.{fname}",
+                    node=node)
+
+
 CALLS = {
     "quantize": quantize, "quantized_dot": quantized_dot, "dot": dot, "decode": decode,
     "sum": reduction, "prod": reduction, "max": reduction, "min": reduction,
     "reduce": reduce, "cast": cast, "bitcast": bitcast, "select": select_call,
     "minimum": elementwise, "maximum": elementwise, "abs": abs_,
 }
+CALLS.update({fn: math for fn in FUNCTIONS})
 
 _BUILTIN_ALTERNATIVE = {"abs": "I.abs", "min": "I.minimum", "max": "I.maximum",
                         "int": "I.cast", "float": "I.cast", "bool": "I.cast", "len": ".shape"}

@@ -121,3 +121,18 @@ def bitcast(x, dtype):
 
 # -- the DSL (frontend) ----------------------------------------------------------------
 from ninfer_ir.frontend.dsl import kernel, Kernel, Tensor, Buffer, range, prange  # noqa: E402,F401
+
+
+# -- math: correctly rounded f32 functions (docs/math.md), eager on arrays ----------------
+
+def _math_function(fn):
+    def f(x):
+        from ninfer_ir.backends.interp.eager import math as _f
+        return _f(fn, x)
+    f.__name__ = f.__qualname__ = fn
+    f.__doc__ = f"Correctly rounded {fn} of an f32 (or f16) array or scalar, elementwise."
+    return f
+
+
+sqrt, rsqrt, exp, exp2, log, log2, tanh, floor, ceil, trunc, rint = map(_math_function, (
+    "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "tanh", "floor", "ceil", "trunc", "rint"))

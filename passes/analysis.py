@@ -14,7 +14,7 @@ from ninfer_ir.types import BufferType, dims_equal, index
 
 ELEMENTWISE = frozenset({
     "add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr",
-    "neg", "abs", "not", "cmp", "select", "cast", "bitcast",
+    "neg", "abs", "not", "cmp", "select", "cast", "bitcast", "math",
 })
 
 #: ops that read none of their operands' elements

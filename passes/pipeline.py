@@ -12,6 +12,7 @@ every stage):
  5. fuse          mark single-consumer elementwise chains to be computed per element
  6. materialize   buffers, lifetimes and reuse for the values that need memory
  7. lower         loops, ``quantize_into``, output parameters, bounds checks
+    expand_math   each ``math`` op (``I.exp`` …) becomes the ordinary ops of its algorithm
  8. canonicalize  fold the index arithmetic and one-trip loops lowering produced
  9. cse           share the constants and ``dim``s of the loop nests
 10. licm          hoist per-row invariants of the loop nests (the guard of a fold)
@@ -29,6 +30,7 @@ from ninfer_ir.ir import FuncOp, Module
 from .canonicalize import Canonicalize
 from .cse import CSE
 from .dce import DCE
+from .expand_math import ExpandMath
 from .fuse import Fuse
 from .licm import LICM
 from .lower import Lower
@@ -45,7 +47,7 @@ def default_passes(target: str = "cpu") -> list:
     if target not in TARGETS:
         raise TargetUnavailable(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
     passes = [Canonicalize(), CSE(), LICM(), DCE(), Fuse(), Materialize(), Lower(),
-              Canonicalize(), CSE(), LICM(), DCE()]
+              ExpandMath(), Canonicalize(), CSE(), LICM(), DCE()]
     if target == "cuda":
         passes.append(Parallelize())
     return passes

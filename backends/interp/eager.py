@@ -345,3 +345,13 @@ def absolute(x) -> np.ndarray:
 def select(c, a, b) -> np.ndarray:
     (a, b), t = _numeric("select", a, b)
     return semantics.select(np.asarray(c, dtype=np.bool_), a, b, t)
+
+
+def math(fn, x) -> np.ndarray:
+    """``fn`` (a ``mathlib`` function) of an f32 or f16 array or scalar, elementwise."""
+    from ninfer_ir.mathlib import evaluate
+    from ninfer_ir.ops_math import MathOp
+    (x,), t = _numeric(fn, x)
+    if t not in MathOp.dtypes:
+        raise _fail(fn, f"takes f32 or f16 values, got {x.dtype}")
+    return evaluate(fn, x, t)

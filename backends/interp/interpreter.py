@@ -328,6 +328,11 @@ def _bitcast(run, step, vals):
     return semantics.bitcast(x, step.data, step.op.attrs["to"]).reshape(x.shape)
 
 
+def _math(run, step, vals):
+    from ninfer_ir.mathlib import evaluate
+    return evaluate(step.op.attrs["fn"], vals[0], step.data)
+
+
 # --- rules: reductions and the quantized ops -----------------------------------------
 
 def _reduce(run, step, vals):
@@ -424,11 +429,12 @@ RULES = MappingProxyType({
     O.QuantizedDotOp: _quantized_dot, O.QuantizeIntoOp: _quantize_into,
     O.ForOp: _for, O.IfOp: _if, O.YieldOp: _terminator, O.ReturnOp: _terminator,
     O.AllocOp: _alloc, O.DeallocOp: _dealloc, O.CheckOp: _check, O.DecodeOp: _decode,
+    O.MathOp: _math,
 })
 
 _ELEMENTWISE = {O.AddOp, O.SubOp, O.MulOp, O.DivOp, O.RemOp, O.MinOp, O.MaxOp, O.AndOp,
                 O.OrOp, O.XorOp, O.ShlOp, O.ShrOp, O.NegOp, O.AbsOp, O.NotOp, O.CmpOp,
-                O.SelectOp, O.CastOp, O.BitcastOp, O.ReduceOp, O.DotOp}
+                O.SelectOp, O.CastOp, O.BitcastOp, O.ReduceOp, O.DotOp, O.MathOp}
 _PREPARE = {cls: _prep_dtype for cls in _ELEMENTWISE}
 _PREPARE.update({O.ConstantOp: _prep_constant, O.QuantizedDotOp: _prep_order})
 

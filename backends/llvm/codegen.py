@@ -134,6 +134,7 @@ def _build_table():
 #: op name -> why the CPU emitter never sees it (the passes remove it)
 LEGALIZED_AWAY = {
     "quantize": "materialized by the passes into alloc + quantize_into",
+    "math": "expanded by the passes into ordinary ops (expand_math)",
 }
 
 LOWERINGS: dict = {}

@@ -1,0 +1,30 @@
+"""``expand_math``: every ``math`` op becomes the ordinary ops of its algorithm.
+
+The algorithms are those of ``ninfer_ir.mathlib`` (the interpreter runs the same ones
+on numpy arrays), emitted right before the op with ``mathlib.expand``; the op's uses
+then read the expansion's result and the op is erased. It runs after ``lower``, where
+every ``math`` op computes one scalar inside its loop, so the expansion is straight-line
+scalar code that the later passes fold, share and hoist like any other.
+"""
+from __future__ import annotations
+
+from ninfer_ir.builder import Builder
+from ninfer_ir.types import ShapedType
+
+from .manager import Pass
+
+
+class ExpandMath(Pass):
+    name = "expand_math"
+
+    def run(self, module):
+        from ninfer_ir.mathlib import expand
+        count = 0
+        for op in [op for op in module.walk() if op.name == "math"]:
+            t = op.operands[0].type
+            dtype = t.dtype if isinstance(t, ShapedType) else t
+            result = expand(Builder().before(op), op.attrs["fn"], op.operands[0], dtype)
+            op.result.replace_all_uses_with(result)
+            op.erase()
+            count += 1
+        return {"expanded": count}
