@@ -1,0 +1,153 @@
+"""The f32 math functions (``I.exp`` …): correctly rounded on a sample, and the same
+bits from the interpreter, the compiled CPU kernel (1 and 2 threads), the loop-level
+interpreter of the expanded IR and host C; the PTX holds no approximate instruction."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ninfer_ir as I
+from ninfer_ir.backends.clike.host import HostKernel
+from ninfer_ir.mathlib import FUNCTIONS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import check_math  # noqa: E402
+
+FNS = sorted(FUNCTIONS)
+HARD = {}    # function -> input bit patterns once found hard (see docs/math.md)
+
+
+@pytest.fixture(scope="module")
+def xs():
+    x = check_math.sample(seed=14, n=1 << 12)
+    extra = np.array([b for v in HARD.values() for b in v], dtype=np.uint32).view(np.float32)
+    return np.concatenate([x, extra])
+
+
+def _bits(a):
+    return np.asarray(a).view(np.uint32 if np.asarray(a).dtype == np.float32 else np.uint16)
+
+
+@pytest.mark.parametrize("fn", FNS)
+def test_correctly_rounded_on_the_sample(fn, xs):
+    got = getattr(I, fn)(xs)
+    bad = check_math.mismatches(fn, xs, got)
+    assert bad.size == 0, [hex(b) for b in _bits(xs[bad])[:10]]
+
+
+def _kernel_module(fn):
+    return check_math.kernel_module(fn)
+
+
+@pytest.mark.parametrize("fn", FNS)
+def test_backends_agree_bit_for_bit(fn, xs):
+    m = _kernel_module(fn)
+    want = np.empty_like(xs)
+    I.interpret(m, xs, want)                    # the math op on numpy arrays
+    assert np.array_equal(_bits(want), _bits(getattr(I, fn)(xs)))
+    for threads in (1, 2):
+        got = np.empty_like(xs)
+        I.compile(m, target="cpu", threads=threads)(xs, got)
+        assert np.array_equal(_bits(got), _bits(want)), threads
+    host = np.empty_like(xs)
+    HostKernel(I.lower(m, "cuda"))(xs, host)
+    assert np.array_equal(_bits(host), _bits(want))
+    few = xs[:48]
+    expanded = np.empty_like(few)               # the expansion itself, op by op
+    I.interpret(I.lower(m, "cpu"), few, expanded)
+    assert np.array_equal(_bits(expanded), _bits(want[:48]))
+
+
+_INEXACT = re.compile(r"\b(ex2|lg2|sin|cos|rsqrt|sqrt|rcp|div)\.approx|\bdiv\.full\b|"
+                      r"\bfma\.rn\.f(32|64)\b|\.ftz\b")
+
+
+@pytest.mark.parametrize("fn", FNS)
+def test_ptx_has_no_approximate_instruction(fn):
+    ptx = I.emit(_kernel_module(fn), "cuda", kind="ptx")
+    assert ".entry" in ptx
+    assert not _INEXACT.search(ptx), _INEXACT.search(ptx).group(0)
+    assert "math" not in re.findall(r"\b(?:call)\b", ptx)
+
+
+def test_the_expansion_leaves_no_math_op_and_uses_only_basic_ops():
+    lowered = I.lower(_kernel_module("exp"), "cpu")
+    names = {op.name for op in lowered.walk()}
+    assert "math" not in names
+    assert names <= {"func", "dim", "constant", "for", "load", "store", "yield", "return",
+                     "add", "sub", "mul", "div", "and", "or", "shl", "shr", "min", "max",
+                     "abs", "neg", "cmp", "select", "cast", "bitcast"}, names
+
+
+def test_f16_computes_in_f32_and_rounds_once():
+    x = np.array([0.5, -3.25, 10.0, 0.0, -0.0, np.inf, np.nan, 65504.0, 6e-8],
+                 dtype=np.float16)
+    for fn in FNS:
+        want = getattr(I, fn)(x.astype(np.float32)).astype(np.float16)
+        got = getattr(I, fn)(x)
+        assert got.dtype == np.float16
+        nan = np.isnan(want)
+        assert np.array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16)), fn
+        assert np.all(got[nan].view(np.uint16) == 0x7E00), fn
+
+
+@I.kernel
+def _activations(x: I.Tensor[I.f32, "R", "C"], h: I.Tensor[I.f16, "C"],
+                 y: I.Buffer[I.f32, "R", "C"], z: I.Buffer[I.f16, "C"],
+                 s: I.Buffer[I.f32, "R"]):
+    y[:, :] = I.tanh(x) * I.exp(x)
+    z[:] = I.sqrt(h)
+    for r in I.range(x.shape[0]):
+        s[r] = I.log(I.floor(x[r, 0]) + I.rsqrt(x[r, 1]))
+
+
+def test_tensors_views_scalars_and_f16_in_a_kernel():
+    rng = np.random.default_rng(3)
+    x = rng.uniform(0.5, 9.0, (3, 5)).astype(np.float32)
+    h = rng.uniform(0.0, 100.0, 5).astype(np.float16)
+    outs = [np.zeros((3, 5), np.float32), np.zeros(5, np.float16), np.zeros(3, np.float32)]
+    I.interpret(_activations, x, h, *outs)
+    assert np.array_equal(outs[0], I.tanh(x) * I.exp(x))
+    assert np.array_equal(outs[1].view(np.uint16), I.sqrt(h).view(np.uint16))
+    assert np.array_equal(outs[2], I.log(I.floor(x[:, 0]) + I.rsqrt(x[:, 1])))
+    got = [np.zeros_like(o) for o in outs]
+    I.compile(_activations, target="cpu")(x, h, *got)
+    for g, o in zip(got, outs):
+        assert g.tobytes() == o.tobytes()
+
+
+def test_unsupported_dtypes_and_arguments_are_located_errors():
+    with pytest.raises(I.DSLError, match=r"exp takes f32 or f16 values, got f64") as e:
+        @I.kernel
+        def bad(x: I.Tensor[I.f64, "N"], y: I.Buffer[I.f64, "N"]):
+            y[:] = I.exp(x)
+    assert "test_math_functions.py" in str(e.value)
+    with pytest.raises(I.DSLError, match="I.log needs an f32 or f16 value"):
+        @I.kernel
+        def const(y: I.Buffer[I.f32, "N"]):
+            y[0] = I.log(2.0)
+    with pytest.raises(I.VerifyError, match="takes f32 or f16 values, got float64"):
+        I.exp(np.ones(3))
+    with pytest.raises(I.VerifyError, match="unknown math function 'cbrt'"):
+        I.parse('func @f(%x: f32) -> (f32) {\n  %y = math(%x) {fn = "cbrt"} : f32\n'
+                '  return(%y)\n}\n')
+    with pytest.raises(I.VerifyError, match="exp takes f32 or f16 values, got i32"):
+        I.parse('func @f(%x: i32) -> (i32) {\n  %y = math(%x) {fn = "exp"} : i32\n'
+                '  return(%y)\n}\n')
+
+
+def test_eager_scalars_and_special_values():
+    assert I.exp(np.float32(0.0)) == 1.0
+    assert I.sqrt(np.float32(-0.0)).view(np.uint32) == 0x80000000
+    assert I.rsqrt(np.float32(-0.0)) == -np.inf and I.rsqrt(np.float32(np.inf)) == 0.0
+    assert I.log(np.float32(0.0)) == -np.inf and I.log2(np.float32(8.0)) == 3.0
+    assert I.exp2(np.float32(-149.0)) == np.float32(2.0 ** -149)
+    assert I.tanh(np.float32(-0.0)).view(np.uint32) == 0x80000000
+    assert I.ceil(np.float32(-0.5)).view(np.uint32) == 0x80000000
+    assert I.rint(np.float32(2.5)) == 2.0 and I.rint(np.float32(-3.5)) == -4.0
+    for fn in ("sqrt", "rsqrt", "log", "log2"):
+        assert getattr(I, fn)(np.float32(-1.0)).view(np.uint32) == 0x7FC00000
