@@ -91,16 +91,8 @@ def reference(fn: str, x: np.ndarray) -> np.ndarray:
 
 
 _IR = """func @{fn}_all(%x: tensor<f32[N]>, %y: buffer<f32[N]>) {{
-  %n = dim(%x) {{axis = 0}} : index
-  %c0 = constant() {{value = 0}} : index
-  %c1 = constant() {{value = 1}} : index
-  for(%c0, %n, %c1) ({{
-  ^(%i: index):
-    %v = load(%x, %i) : f32
-    %r = math(%v) {{fn = "{fn}"}} : f32
-    store(%r, %y, %i)
-    yield()
-  }})
+  %r = math(%x) {{fn = "{fn}"}} : tensor<f32[N]>
+  copy(%r, %y)
   return()
 }}
 """
