@@ -12,12 +12,12 @@ every stage):
  5. fuse          mark single-consumer elementwise chains to be computed per element
  6. materialize   buffers, lifetimes and reuse for the values that need memory
  7. lower         loops, ``quantize_into``, output parameters, bounds checks
-    expand_math   each ``math`` op (``I.exp`` …) becomes the ordinary ops of its algorithm
- 8. canonicalize  fold the index arithmetic and one-trip loops lowering produced
- 9. cse           share the constants and ``dim``s of the loop nests
-10. licm          hoist per-row invariants of the loop nests (the guard of a fold)
-11. dce           drop the rest
-12. parallelize   (cuda only) mark loops whose iterations are independent as parallel,
+ 8. expand_math   each ``math`` op (``I.exp`` …) becomes the ordinary ops of its algorithm
+ 9. canonicalize  fold the index arithmetic and one-trip loops lowering produced
+10. cse           share the constants and ``dim``s of the loop nests
+11. licm          hoist per-row invariants of the loop nests (the guard of a fold)
+12. dce           drop the rest
+13. parallelize   (cuda only) mark loops whose iterations are independent as parallel,
                   so the row loop of a GEMV written with ``I.range`` fills the grid; the
                   CPU backend finds its GEMV rows pattern itself and keeps small loops
                   on one thread

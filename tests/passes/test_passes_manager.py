@@ -15,7 +15,7 @@ NAMES = [p.name for p in default_passes()]
 
 def test_default_pipeline_order():
     assert NAMES == ["canonicalize", "cse", "licm", "dce", "fuse", "materialize", "lower",
-                     "canonicalize", "cse", "licm", "dce"]
+                     "expand_math", "canonicalize", "cse", "licm", "dce"]
     assert [p.name for p in default_passes("cuda")] == NAMES + ["parallelize"]
     with pytest.raises(TargetUnavailable, match="unknown target 'tpu'"):
         default_passes("tpu")
@@ -35,7 +35,7 @@ def test_print_after_a_set_of_names_to_a_callback():
     seen = []
     module, _ = lower(I.parse(GEMV_INNER), print_after={"licm", "lower"},
                       print_to=lambda stage, text: seen.append((stage, text)))
-    assert [s for s, _ in seen] == ["03-licm", "07-lower", "10-licm"]
+    assert [s for s, _ in seen] == ["03-licm", "07-lower", "11-licm"]
     assert "quantize(" in seen[0][1] and "quantize_into(" in seen[1][1]
     with pytest.raises(ValueError, match="unknown pass"):
         lower(I.parse(GEMV), print_after={"vectorize"})
@@ -65,7 +65,7 @@ def test_report_has_timings_and_stats():
     licm = report.passes[2]
     assert licm.stats == {"hoisted": 1, "guarded": 1}
     d = report.to_dict()
-    assert d["peak_local_bytes"] == {"gemv_inner": "292*G"} and len(d["passes"]) == 11
+    assert d["peak_local_bytes"] == {"gemv_inner": "292*G"} and len(d["passes"]) == 12
 
 
 class _Breaks(Pass):
