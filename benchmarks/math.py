@@ -1,0 +1,60 @@
+"""Per-element time of the compiled f32 math functions against numpy's f32 ufuncs.
+
+    python benchmarks/math.py [--n 1000000] [--repeat 7]
+
+Each function runs as the CPU kernel ``y = I.<fn>(x)`` on one thread over ``--n`` f32
+values from its ordinary domain, and numpy's float32 function on the same values in
+the same run (numpy's results are not correctly rounded; ``rsqrt`` is ``1 / np.sqrt``).
+Figures are the best of ``--repeat`` runs, in ns per element, with the ratio.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "scripts"))
+
+import ninfer_ir as I                                            # noqa: E402
+from check_math import kernel_module                            # noqa: E402
+
+NUMPY = {"sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1.0) / np.sqrt(x), "exp": np.exp,
+         "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
+         "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint}
+DOMAIN = {"sqrt": (0.0, 1e6), "rsqrt": (1e-6, 1e6), "exp": (-80.0, 80.0), "exp2": (-120.0, 120.0),
+          "log": (1e-6, 1e6), "log2": (1e-6, 1e6), "tanh": (-12.0, 12.0)}
+
+
+def best_seconds(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    print(f"{'function':9s} {'ninfer ns/elem':>15s} {'numpy ns/elem':>14s} {'ratio':>7s}")
+    for fn, ref in NUMPY.items():
+        lo, hi = DOMAIN.get(fn, (-1e4, 1e4))
+        x = rng.uniform(lo, hi, args.n).astype(np.float32)
+        y = np.empty_like(x)
+        k = I.compile(kernel_module(fn), target="cpu", threads=1)
+        ours = best_seconds(lambda: k(x, y), args.repeat) / args.n * 1e9
+        theirs = best_seconds(lambda: ref(x), args.repeat) / args.n * 1e9
+        print(f"{fn:9s} {ours:15.2f} {theirs:14.2f} {ours / theirs:7.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
