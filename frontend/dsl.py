@@ -67,6 +67,10 @@ Statements
     unless the return is annotated with a dtype, ``-> I.f32``; Python constants
     need such an annotation or ``I.cast``; buffers cannot be returned).
 
+Helpers
+    ``@I.func`` functions are inlined at each call, their annotated parameters and
+    result checked at the call; recursion is refused (``frontend/helpers.py``).
+
 Scoping
     A name re-assigned inside a loop body is loop-carried (a ``for`` operand, block
     argument, ``yield`` and result); its type may not change, and a parallel loop

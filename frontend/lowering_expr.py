@@ -349,6 +349,9 @@ class ExprLowering(IndexingLowering):
                                    f"loop: for i in {f.spelling}(...)")
         if isinstance(f, Builtin):
             return calls.static_builtin(self, node, f.name)
+        from .helpers import Func, inline
+        if isinstance(f, Func):
+            return inline(self, node, f)
         raise self.error(node, f"cannot call {describe(f)} inside a kernel")
 
 

@@ -182,6 +182,9 @@ def classify(obj, name: str, kernel_types=()):
         for op in OP_CALLS:
             if getattr(mod, op, None) is obj and callable(obj):
                 return True, OpCall(op)
+    from .helpers import Func
+    if isinstance(obj, Func):
+        return True, obj
     if isinstance(obj, kernel_types):
         return False, (f"'{name}' is another kernel; calling a kernel from a kernel is not "
                        f"supported (write the shared code in one kernel)")

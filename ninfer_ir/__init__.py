@@ -121,6 +121,7 @@ def bitcast(x, dtype):
 
 # -- the DSL (frontend) ----------------------------------------------------------------
 from ninfer_ir.frontend.dsl import kernel, Kernel, Tensor, Buffer, range, prange  # noqa: E402,F401
+from ninfer_ir.frontend.helpers import func, Func  # noqa: E402,F401
 
 
 # -- math: correctly rounded f32 functions (docs/math.md), eager on arrays ----------------

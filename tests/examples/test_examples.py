@@ -24,7 +24,7 @@ def test_every_example_is_listed_here():
 
 # t2_gemv.py and q2_gemv.py run in tests/decode/test_decode_examples.py
 ALL_EXAMPLES = ["q4k_gemv.py", "q4k_gemm.py", "int4_decode_gemv.py", "gguf_gemv.py",
-                "t2_gemv.py", "q2_gemv.py"]
+                "t2_gemv.py", "q2_gemv.py", "transformer_rows.py"]
 
 
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
@@ -89,3 +89,11 @@ def test_gguf_gemv_on_a_given_file(tmp_path):
 def test_cuda_target_without_a_gpu_exits_3():
     r = example("q4k_gemm.py", "--m", 1, "--n", 4, "--k", 256, "--quiet", "--target", "cuda")
     assert r.returncode == 3 and "target unavailable" in r.stdout
+
+
+@pytest.mark.parametrize("target", ["cpu", "interp"])
+def test_transformer_rows(target):
+    r = example("transformer_rows.py", "--rows", 2, "--dim", 16, "--hidden", 24,
+                "--target", target)
+    assert r.returncode == 0, r.stderr
+    assert "bit-exact against the interpreter: True" in r.stdout
