@@ -211,7 +211,51 @@ def tanh(x):
     return copysign(round_dd(select(small, sh, qh), select(small, sl, ql)), x)
 
 
+# -- error function -------------------------------------------------------------------
+
+TWO_OVER_SQRTPI_HI = _h("0x1.20dd750429b6dp+0")
+TWO_OVER_SQRTPI_LO = _h("0x1.1ae3a914fed80p-56")
+_ERF_P = [_h(c) for c in (
+    "-0x1.5555555555555p-2", "0x1.999999999999ap-4", "-0x1.8618618618618p-6",
+    "0x1.2f684bda12f68p-8", "-0x1.8d3018d3018d3p-11", "0x1.c01c01c01c01cp-14",
+    "-0x1.bbd779334ef0bp-17", "0x1.87a00187a0018p-20", "-0x1.3777c55568ccdp-23",
+    "0x1.c2e3054870b38p-27", "-0x1.2b67310aa9f3ap-30", "0x1.6f448e13e85e1p-34",
+    "-0x1.a289ee7e40f74p-38", "0x1.bd577e658d020p-42", "-0x1.bc6250fb14231p-46",
+    "0x1.a173a167fba4dp-50", "-0x1.7271cbe5863ecp-54", "0x1.377c2110f2083p-58",
+    "-0x1.f1b4073b34a68p-63")]
+# (-1)^n / (n! (2n + 1)), n = 1..19: erf(a) = 2/sqrt(pi) (a + a z P(z)), z = a^2, |a| < 1
+_ERFCX = [_h(c) for c in reversed((
+    "-0x1.420310f099db7p-52", "0x1.9bfbe256dd411p-50", "-0x1.c480ca5ea5ea5p-49",
+    "0x1.10e7fe2a11d89p-46", "-0x1.badf0a0961ec3p-44", "0x1.09090b921bfb1p-41",
+    "-0x1.2a99d6e72464fp-39", "0x1.594336e66c1e4p-37", "-0x1.8ae0a49d3ff68p-35",
+    "0x1.b9f6d8c3402d9p-33", "-0x1.e5d4baaabca11p-31", "0x1.064513e553340p-28",
+    "-0x1.15ca88c84622ap-26", "0x1.205d7cb87afc0p-24", "-0x1.2514a3f2728c3p-22",
+    "0x1.234fee0ffe359p-20", "-0x1.1ad10daea5f5ep-18", "0x1.0bcba3234f3c0p-16",
+    "-0x1.edd42399031cdp-15", "0x1.ba8a67cfaac93p-13", "-0x1.809ce8ab53558p-11",
+    "0x1.435c04e207eadp-9", "-0x1.0632076809dfbp-7", "0x1.98958a7a8e4a0p-6",
+    "-0x1.3086d7f01ac85p-4", "0x1.afbb3f3b7343bp-3"))]
+# erfc(a) e^{a^2} on [1, 4] in t = a - 5/2: a Chebyshev fit (mpmath), error below 2^-60
+
+
+def erf(x):
+    a = x.cast(f64).abs().min(4.0)           # erf(4) rounds to 1 in f32
+    z = a * a                                 # exact: a has 24 bits
+    sh, sl = fast_two_sum(a, a * z * _horner(z, _ERF_P))
+    p, e = two_prod(sh, a.c.const(TWO_OVER_SQRTPI_HI, f64))
+    sh, sl = fast_two_sum(p, e + (sh * TWO_OVER_SQRTPI_LO + sl * TWO_OVER_SQRTPI_HI))
+    k = rne_int(-(z * INV_LN2_HI))            # erf = 1 - e^{-z} erfcx(a) for a >= 1
+    r, c = fast_two_sum(-z - k * LN2_HI45, -(k * LN2_LO45))
+    eh, el = _exp_dd(r, c)
+    s = pow2(k)
+    rx = _horner(a - 2.5, _ERFCX)
+    ch, cl = two_prod(eh * s, rx)
+    lh, ll = two_sum(a.c.const(1.0, f64), -ch)
+    lh, ll = fast_two_sum(lh, ll - (cl + el * s * rx))
+    small = a.lt(1.0)
+    return copysign(round_dd(select(small, sh, lh), select(small, sl, ll)), x)
+
+
 FUNCTIONS = {
     "sqrt": sqrt, "rsqrt": rsqrt, "exp": exp, "exp2": exp2, "log": log, "log2": log2,
-    "tanh": tanh, "floor": floor, "ceil": ceil, "trunc": trunc, "rint": rint,
+    "tanh": tanh, "erf": erf, "floor": floor, "ceil": ceil, "trunc": trunc, "rint": rint,
 }
