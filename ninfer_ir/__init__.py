@@ -135,6 +135,6 @@ def _math_function(fn):
     return f
 
 
-sqrt, rsqrt, exp, exp2, log, log2, tanh, erf, floor, ceil, trunc, rint = map(_math_function, (
-    "sqrt", "rsqrt", "exp", "exp2", "log", "log2", "tanh", "erf", "floor", "ceil", "trunc",
-    "rint"))
+(sqrt, rsqrt, exp, exp2, log, log2, tanh, erf, sin, cos, floor, ceil, trunc,
+ rint) = map(_math_function, ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "tanh", "erf",
+                              "sin", "cos", "floor", "ceil", "trunc", "rint"))

@@ -33,14 +33,15 @@ QNAN = 0x7FC00000
 _NP = {"sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "exp": np.exp,
        "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
        "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
-       "erf": lambda x: __import__("scipy.special").special.erf(x)}
+       "erf": lambda x: __import__("scipy.special").special.erf(x), "sin": np.sin,
+       "cos": np.cos}
 
 
 def _mp(fn, x):
     import mpmath as mp
     f = {"sqrt": mp.sqrt, "rsqrt": lambda v: 1 / mp.sqrt(v), "exp": mp.exp,
          "exp2": lambda v: mp.mpf(2) ** v, "log": mp.log, "log2": lambda v: mp.log(v, 2),
-         "tanh": mp.tanh, "erf": mp.erf}[fn]
+         "tanh": mp.tanh, "erf": mp.erf, "sin": mp.sin, "cos": mp.cos}[fn]
     with mp.workprec(200):
         return f(mp.mpf(float(x)))
 

@@ -255,7 +255,104 @@ def erf(x):
     return copysign(round_dd(select(small, sh, lh), select(small, sl, ll)), x)
 
 
+# -- sine and cosine -------------------------------------------------------------------
+
+PIO2_HI = _h("0x1.921fb54442d18p+0")      # pi / 2 as a double-double
+PIO2_LO = _h("0x1.1a62633145c07p-54")
+_TWO_OVER_PI = (0x0, 0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599,
+                0x3c439041, 0xfe5163ab, 0xdebbc561)
+# 2/pi in 32-bit limbs, most significant first; limb k holds the bits of weight
+# 2^(31 - 32k) .. 2^(-32k) (limb 0 is the integer part, 0)
+_SIN_S = [_h(c) for c in (
+    "-0x1.5555555555555p-3", "0x1.1111111111111p-7", "-0x1.a01a01a01a01ap-13",
+    "0x1.71de3a556c734p-19", "-0x1.ae64567f544e4p-26", "0x1.6124613a86d09p-33",
+    "-0x1.ae7f3e733b81fp-41", "0x1.952c77030ad4ap-49", "-0x1.2f49b46814157p-57")]
+_COS_C = [_h(c) for c in (
+    "0x1.5555555555555p-5", "-0x1.6c16c16c16c17p-10", "0x1.a01a01a01a01ap-16",
+    "-0x1.27e4fb7789f5cp-22", "0x1.1eed8eff8d898p-29", "-0x1.93974a8c07c9dp-37",
+    "0x1.ae7f3e733b81fp-45", "-0x1.6827863b97d97p-53", "0x1.e542ba4020225p-62")]
+# (-1)^n / (2n+1)!, n = 1..9 and (-1)^n / (2n)!, n = 2..10 (Taylor, |r| <= pi/4)
+
+
+def _reduce_pio2(x):
+    """|x| = (4j + q) pi/2 + r for a finite f32 ``x``: (q as u64 in 0..3, r as a
+    double-double, |r| <= pi/4). Payne-Hanek: the 24-bit significand times a 128-bit
+    window of 2/pi chosen by the exponent, in exact 32-bit limb arithmetic."""
+    c = x.c
+    b = x.bitcast(u32).cast(u64) & 0x7FFFFFFF
+    big_e = b >> 23
+    m = select(big_e.eq(0), b & 0x7FFFFF, (b & 0x7FFFFF) | 0x800000)
+    # x = m 2^e, e = max(E, 1) - 150; the window starts at bit e - 1 of 2/pi, which is
+    # bit (e - 1) + 31 = max(E, 1) - 120 of the limbs (clamped: tiny x use another path)
+    pos = (big_e.max(120) - 120)
+    q0, sh = pos >> 5, pos & 31
+    limbs = [c.const(v, u64) for v in _TWO_OVER_PI]
+
+    def limb(j):                                  # limbs[q0 + j], q0 in 0..4
+        v = limbs[j]
+        for d in range(1, 5):
+            v = select(q0.eq(d), limbs[j + d], v)
+        return v
+
+    picked = [limb(j) for j in range(5)]
+    w = [((picked[j] << sh) | (picked[j + 1] >> (32 - sh))) & 0xFFFFFFFF for j in range(4)]
+    mask = 0xFFFFFFFF
+    t = m * w[3]
+    l0, t = t & mask, m * w[2] + (t >> 32)
+    l1, t = t & mask, m * w[1] + (t >> 32)
+    l2, t = t & mask, m * w[0] + (t >> 32)
+    l3 = t & mask                                 # P = m W; |x| 2/pi = P / 2^126 mod 4
+    quad = l3 >> 30
+    f_hi = ((l3 & 0x3FFFFFFF) << 34) | (l2 << 2) | (l1 >> 30)      # fraction bits, top 64
+    f_lo = ((l1 & 0x3FFFFFFF) << 2) | (l0 >> 30)                   # the next 32
+    quad = (quad + (f_hi >> 63)) & 3              # round to the nearest quadrant
+    fs = f_hi.bitcast(i64)                        # f - 1 when f >= 1/2
+    hi = fs.cast(f64)
+    lo = (fs - hi.cast(i64)).cast(f64) + f_lo.cast(f64) * 2.0 ** -32
+    hi, lo = hi * 2.0 ** -64, lo * 2.0 ** -64
+    rh, rl = two_prod(hi, c.const(PIO2_HI, f64))
+    rh, rl = fast_two_sum(rh, rl + (hi * PIO2_LO + lo * PIO2_HI))
+    a = x.cast(f64).abs()
+    small = a.lt(0.78)                            # below pi/4: r = |x|, q = 0
+    return (select(small, c.const(0, u64), quad), select(small, a, rh),
+            select(small, c.const(0.0, f64), rl))
+
+
+def _sin_dd(rh, rl):
+    z = rh * rh
+    return fast_two_sum(rh, rh * z * _horner(z, _SIN_S) + rl * (1.0 - z * 0.5))
+
+
+def _cos_dd(rh, rl):
+    q, qe = two_prod(rh, rh)
+    h, l = fast_two_sum(rh.c.const(1.0, f64), q * -0.5)
+    return fast_two_sum(h, l - (qe * 0.5 + rh * rl) + q * q * _horner(q, _COS_C))
+
+
+def sin(x):
+    quad, rh, rl = _reduce_pio2(x)
+    sh, sl = _sin_dd(rh, rl)
+    ch, cl = _cos_dd(rh, rl)
+    odd = (quad & 1).ne(0)
+    h, l = select(odd, ch, sh), select(odd, cl, sl)
+    flip = (quad & 2).ne(0)
+    r = round_dd(select(flip, -h, h), select(flip, -l, l))
+    r = (r.bitcast(u32) ^ (x.bitcast(u32) & 0x80000000)).bitcast(f32)   # sin(-x) = -sin(x)
+    return select(x.abs().eq(float("inf")), bits_const(x.c, QNAN, f32), r)
+
+
+def cos(x):
+    quad, rh, rl = _reduce_pio2(x)
+    sh, sl = _sin_dd(rh, rl)
+    ch, cl = _cos_dd(rh, rl)
+    odd = (quad & 1).ne(0)
+    h, l = select(odd, sh, ch), select(odd, sl, cl)
+    flip = ((quad + 1) & 2).ne(0)
+    r = round_dd(select(flip, -h, h), select(flip, -l, l))
+    return select(x.abs().eq(float("inf")), bits_const(x.c, QNAN, f32), r)
+
+
 FUNCTIONS = {
     "sqrt": sqrt, "rsqrt": rsqrt, "exp": exp, "exp2": exp2, "log": log, "log2": log2,
-    "tanh": tanh, "erf": erf, "floor": floor, "ceil": ceil, "trunc": trunc, "rint": rint,
+    "tanh": tanh, "erf": erf, "sin": sin, "cos": cos, "floor": floor, "ceil": ceil, "trunc": trunc, "rint": rint,
 }
