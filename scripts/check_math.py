@@ -66,8 +66,9 @@ _EXACT32 = {"sqrt": np.sqrt, "floor": np.floor, "ceil": np.ceil, "trunc": np.tru
             "rint": np.rint}
 
 
-def reference(fn: str, x: np.ndarray) -> np.ndarray:
-    """The correctly rounded f32 ``fn(x)`` for an f32 array (NaN: the canonical NaN)."""
+def reference(fn: str, x: np.ndarray, hard: list | None = None) -> np.ndarray:
+    """The correctly rounded f32 ``fn(x)`` for an f32 array (NaN: the canonical NaN).
+    The bit patterns of the inputs decided by mpmath are appended to ``hard``."""
     if fn in _EXACT32:
         with np.errstate(all="ignore"):
             out = _EXACT32[fn](x)
@@ -88,6 +89,8 @@ def reference(fn: str, x: np.ndarray) -> np.ndarray:
         ar = a[rest]
         d = np.minimum(np.abs(ar - lo), np.abs(ar - hi))
         amb[rest[d <= MARGIN * np.spacing(ar)]] = True
+    if hard is not None:
+        hard += x[amb].view(np.uint32).tolist()
     for k in np.flatnonzero(amb):
         r32 = np.abs(out[k:k + 1])
         lo, hi = _boundaries(r32)
@@ -115,9 +118,9 @@ def kernel_module(fn: str):
     return I.parse(_IR.format(fn=fn))
 
 
-def mismatches(fn: str, x: np.ndarray, got: np.ndarray) -> np.ndarray:
+def mismatches(fn: str, x: np.ndarray, got: np.ndarray, hard=None) -> np.ndarray:
     """Indices where ``got`` is not the correctly rounded ``fn(x)`` (bit for bit)."""
-    want = reference(fn, x)
+    want = reference(fn, x, hard)
     return np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
 
 
@@ -139,20 +142,20 @@ def sample(seed: int = 0, n: int = 1 << 14) -> np.ndarray:
 def run(fn, exhaustive, threads, lo=0, hi=1 << 32, chunk=1 << 22):
     k = I.compile(kernel_module(fn), target="cpu", threads=threads)
     t0 = time.time()
-    bad = []
+    bad, hard = [], []
     if exhaustive:
         for start in range(lo, hi, chunk):
             chunk = min(chunk, hi - start)
             x = np.arange(start, start + chunk, dtype=np.uint64).astype(np.uint32).view(np.float32)
             y = np.empty_like(x)
             k(x, y)
-            bad += [int(x[i:i + 1].view(np.uint32)[0]) for i in mismatches(fn, x, y)]
+            bad += [int(x[i:i + 1].view(np.uint32)[0]) for i in mismatches(fn, x, y, hard)]
     else:
         x = sample()
         y = np.empty_like(x)
         k(x, y)
-        bad = [int(x[i:i + 1].view(np.uint32)[0]) for i in mismatches(fn, x, y)]
-    return bad, time.time() - t0
+        bad = [int(x[i:i + 1].view(np.uint32)[0]) for i in mismatches(fn, x, y, hard)]
+    return bad, hard, time.time() - t0
 
 
 def main(argv=None):
@@ -166,12 +169,16 @@ def main(argv=None):
     lo, hi = (int(v, 16) for v in args.bits.split(":"))
     total = 0
     for fn in args.functions.split(","):
-        bad, secs = run(fn, args.exhaustive, args.threads, lo, hi)
+        bad, hard, secs = run(fn, args.exhaustive, args.threads, lo, hi)
         total += len(bad)
         shown = ", ".join(f"0x{b:08x}" for b in bad[:20])
         span = f"inputs 0x{lo:08x}..0x{hi - 1:08x}" if args.exhaustive else "sample"
         print(f"{fn:6s} {span}: incorrectly rounded {len(bad)}  ({secs:.0f} s)"
               f"{'  ' + shown if bad else ''}", flush=True)
+        if hard:
+            print(f"{'':6s} {len(hard)} inputs within {MARGIN} float64 ulps of a rounding "
+                  f"boundary (decided by mpmath): "
+                  f"{', '.join(f'0x{b:08x}' for b in hard[:12])}", flush=True)
     return 1 if total else 0
 
 
