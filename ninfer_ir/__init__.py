@@ -135,6 +135,5 @@ def _math_function(fn):
     return f
 
 
-(sqrt, rsqrt, exp, exp2, log, log2, tanh, erf, sin, cos, floor, ceil, trunc,
- rint) = map(_math_function, ("sqrt", "rsqrt", "exp", "exp2", "log", "log2", "tanh", "erf",
-                              "sin", "cos", "floor", "ceil", "trunc", "rint"))
+from .mathlib import FUNCTIONS as _MATH  # noqa: E402
+globals().update({_fn: _math_function(_fn) for _fn in _MATH})   # I.sqrt, I.exp, ...
