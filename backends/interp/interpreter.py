@@ -437,7 +437,7 @@ _PREPARE.update({O.ConstantOp: _prep_constant, O.QuantizedDotOp: _prep_order})
 
 def _resolve(obj, func_name):
     if isinstance(obj, str):
-        from ninfer_ir import parse
+        from ninfer_ir.frontend.textual import parse
         obj = parse(obj)
     if isinstance(obj, FuncOp):
         if func_name is not None and func_name != obj.sym_name:

@@ -27,7 +27,7 @@ from ninfer_ir.types import ScalarType
 from . import scalars as S
 from .emitter import I64, Reg, i64c, no_lowering
 from .memory import load_element
-from .status import Guard
+from ninfer_ir.backends.abi import Guard
 
 __all__ = ["counted_loop", "fold_loop", "ordered_fold", "lower_dot", "lower_reduce"]
 

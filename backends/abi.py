@@ -1,4 +1,5 @@
-"""The status word of compiled kernels and the errors it stands for.
+"""The ABI every compiled target shares: the status word of a kernel, its guard table and
+the errors they stand for (the argument binding is ``backends/signature.py``).
 
 A kernel returns an ``i64`` status: 0 on success, otherwise ``id * 8 + reason``:
 
