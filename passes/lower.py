@@ -196,6 +196,7 @@ class _FuncLowering:
     def _compute_into(self, b, op, dest):
         name = op.name
         if name == "quantize":
+            check_same_dim(b, self.dims, op.operands[0], dest, 0)
             if _fused_value(op.operands[0]):
                 self._quantize_per_record(b, op, dest)
             else:
