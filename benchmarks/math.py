@@ -4,8 +4,8 @@
 
 Each function runs as the CPU kernel ``y = I.<fn>(x)`` on one thread over ``--n`` f32
 values from its ordinary domain, and numpy's float32 function on the same values in
-the same run (numpy's results are not correctly rounded; ``rsqrt`` is ``1 / np.sqrt``).
-Figures are the best of ``--repeat`` runs, in ns per element, with the ratio.
+the same run (numpy's results are not correctly rounded; ``rsqrt`` is ``1 / np.sqrt``,
+``erf`` is scipy's float32 ``erf``). Figures are the best of ``--repeat`` runs, in ns per element, with the ratio.
 """
 from __future__ import annotations
 
@@ -25,8 +25,11 @@ from check_math import kernel_module                            # noqa: E402
 
 NUMPY = {"sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1.0) / np.sqrt(x), "exp": np.exp,
          "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
-         "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint}
-DOMAIN = {"sqrt": (0.0, 1e6), "rsqrt": (1e-6, 1e6), "exp": (-80.0, 80.0), "exp2": (-120.0, 120.0),
+         "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
+         "erf": lambda x: __import__("scipy.special").special.erf(x), "sin": np.sin,
+         "cos": np.cos}
+DOMAIN = {"erf": (-4.0, 4.0), "sin": (-100.0, 100.0), "cos": (-100.0, 100.0),
+          "sqrt": (0.0, 1e6), "rsqrt": (1e-6, 1e6), "exp": (-80.0, 80.0), "exp2": (-120.0, 120.0),
           "log": (1e-6, 1e6), "log2": (1e-6, 1e6), "tanh": (-12.0, 12.0)}
 
 
@@ -43,10 +46,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--functions", default=",".join(NUMPY))
     args = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"{'function':9s} {'ninfer ns/elem':>15s} {'numpy ns/elem':>14s} {'ratio':>7s}")
-    for fn, ref in NUMPY.items():
+    for fn in args.functions.split(","):
+        ref = NUMPY[fn]
         lo, hi = DOMAIN.get(fn, (-1e4, 1e4))
         x = rng.uniform(lo, hi, args.n).astype(np.float32)
         y = np.empty_like(x)
