@@ -18,7 +18,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import check_math  # noqa: E402
 
 FNS = sorted(FUNCTIONS)
-HARD = {}    # function -> input bit patterns once found hard (see docs/math.md)
+#: inputs whose exact result lies within 16 float64 ulps of an f32 rounding boundary
+#: (found by scanning with scripts/check_math.py's reference; decided by mpmath)
+HARD = {
+    "exp": [0x3fe67199, 0x4001b249, 0x40315b33, 0x4034d02b, 0x41cbf87b, 0x4288942b],
+    "log": [0x3fc55379, 0x3fd364d7, 0x3fdc4750, 0x40504cb2, 0x4056ee45],
+    "log2": [0x40207ab9], "tanh": [0x3eee0566], "erf": [0x3f043a75],
+    "sin": [0x3fa0fa4e, 0x401f2100, 0x42d44528, 0x4371ade3, 0x45a8abb3, 0x4605b1c7],
+    "cos": [0x3f8626a5, 0x3faa2672, 0x3fdb3c0e, 0x4010a4bf, 0x40259f7c, 0x42378db8],
+    "rsqrt": [0x3f09f038, 0x3f3a18e3, 0x4009f038, 0x403a18e3],
+}
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +44,10 @@ def _bits(a):
 @pytest.mark.parametrize("fn", FNS)
 def test_correctly_rounded_on_the_sample(fn, xs):
     got = getattr(I, fn)(xs)
-    bad = check_math.mismatches(fn, xs, got)
+    hard = []
+    bad = check_math.mismatches(fn, xs, got, hard)
     assert bad.size == 0, [hex(b) for b in _bits(xs[bad])[:10]]
+    assert set(HARD.get(fn, ())) <= set(hard)      # the hard cases reached mpmath
 
 
 def _kernel_module(fn):
