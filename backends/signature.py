@@ -15,6 +15,7 @@ import numpy as np
 from ninfer_ir import semantics
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp
+from ninfer_ir.verifier import verify_returns_attr
 from ninfer_ir.types import BufferType, ScalarType, bf16, bool_
 
 __all__ = ["bind_call", "out_shape", "param_name"]
@@ -86,11 +87,8 @@ def bind_call(func: FuncOp, args, kwargs, is_array, writable):
     parameter indices to allocate (their shapes follow from ``out_shape``).
     """
     params = func.args
+    verify_returns_attr(func)
     n_out = func.attrs.get("returns", 0)
-    if (isinstance(n_out, bool) or not isinstance(n_out, int) or not 0 <= n_out <= len(params)
-            or not all(isinstance(p.type, BufferType) for p in params[len(params) - n_out:])):
-        raise VerifyError(f"@{func.sym_name}: attribute 'returns' must count trailing buffer "
-                          f"parameters, got {n_out!r}")
     given = list(args)
     if len(given) > len(params):
         raise VerifyError(f"@{func.sym_name} takes {len(params)} argument(s), got {len(given)}")
