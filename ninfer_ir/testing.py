@@ -17,6 +17,8 @@
   value has the first target's bits.
 * ``bench(fn, *args)``: times ``fn(*args)`` in batches until the spread of the batch
   times settles, and returns a ``Timing`` (median and spread per call).
+* ``bisect_passes(kernel, *args, passes=None)``: the first pass of the pipeline after
+  which the interpreter computes other bits (``ninfer bisect`` prints it).
 """
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ from .errors import DomainError, VerifyError
 from .types import BufferType, ScalarType, ShapedType
 
 __all__ = ["assert_same_bits", "random_inputs", "inputs_with_notes", "compare_targets",
-           "bench", "Timing", "DEFAULT_DIM"]
+           "bench", "Timing", "bisect_passes", "DEFAULT_DIM"]
 
 #: the size of a symbol dim that ``dims`` does not give, and of an unknown (``None``) dim
 DEFAULT_DIM = 16
@@ -341,3 +343,16 @@ def bench(fn, *args, min_batch: float = 0.01, rel_spread: float = 0.05,
         if stable or clock() - start > max_time:
             return Timing(median=median, best=float(min(times)), spread=spread,
                           batches=len(times), number=number, stable=stable)
+
+
+# --- which pass changed the bits ------------------------------------------------------------
+
+def bisect_passes(kernel, *args, target: str = "cpu", passes=None, dims=None, seed=0):
+    """Run ``kernel`` in the interpreter after every pass of the pipeline for ``target``
+    (or of ``passes``, a list of ``ninfer_ir.passes.Pass``) and return a ``Bisection``
+    naming the first pass whose IR computes other bits (``.found``, ``.stage``,
+    ``.before``/``.after`` IR texts, ``.diff()``). Without ``args`` the inputs are
+    ``random_inputs(kernel, dims, seed)``."""
+    from .passes.bisect import bisect
+    return bisect(kernel, list(args) if args else random_inputs(kernel, dims, seed),
+                  target=target, passes=passes)
