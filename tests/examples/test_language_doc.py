@@ -22,7 +22,7 @@ def blocks(doc):
     return re.findall(r"^```python\n(.*?)^```", text, re.S | re.M)
 
 
-BLOCKS = [(doc, k, code) for doc in ("language.md", "backends.md")
+BLOCKS = [(doc, k, code) for doc in ("language.md", "backends.md", "testing.md")
           for k, code in enumerate(blocks(doc))]
 
 
