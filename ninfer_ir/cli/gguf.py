@@ -19,16 +19,17 @@ def _reader(path: str):
     import os
     if not os.path.isfile(path):
         raise usage(f"no such file: {path}")
-    print(f"reading {path} ({os.path.getsize(path) / 2**20:.1f} MiB) ...", file=sys.stderr,
-          flush=True)
+    size = f"{os.path.getsize(path) / 2**20:.1f} MiB"
+    if sys.stderr.isatty():                 # scripts get one line, after a good read
+        print(f"reading {path} ({size}) ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
         reader = GGUFReader(path)
     except (ValueError, OSError) as e:
         raise CliError(f"{path} is not a readable GGUF file: {e}") from None
-    print(f"read {len(reader.tensors)} tensor headers and {len(reader.fields)} metadata "
-          f"fields in {fmt_seconds(time.perf_counter() - t0)}; tensor data is read as it "
-          f"is used", file=sys.stderr, flush=True)
+    print(f"read {path} ({size}): {len(reader.tensors)} tensor headers and "
+          f"{len(reader.fields)} metadata fields in {fmt_seconds(time.perf_counter() - t0)}; "
+          f"tensor data is read as it is used", file=sys.stderr, flush=True)
     return reader
 
 
@@ -122,8 +123,9 @@ def cmd_gguf(args) -> int:
         print(f"{t.name:<32} {type_name(t):<8} {shape:<20} {int(t.n_bytes):>12}  "
               f"{decoder_name(t) or '(none)'}")
     if args.tensor is not None and decoder_name(tensors[0]):
-        print(f"decoding {tensors[0].name} ({int(tensors[0].n_bytes)} bytes) ...",
-              file=sys.stderr, flush=True)
+        if sys.stderr.isatty():
+            print(f"decoding {tensors[0].name} ({int(tensors[0].n_bytes)} bytes) ...",
+                  file=sys.stderr, flush=True)
         values = decode(tensors[0])
         finite = values[np.isfinite(values)]
         lo, hi = (f"{finite.min():.6g}", f"{finite.max():.6g}") if finite.size else ("-", "-")

@@ -151,7 +151,8 @@ def test_ninfer_gguf_without_gguf_names_the_extra(tmp_path):
     assert "pip install 'ninfer_ir[gguf]'" in r.stderr
 
 
-def test_ninfer_gguf_reports_progress_while_reading(tmp_path):
+@pytest.fixture
+def small_gguf(tmp_path):
     gguf = pytest.importorskip("gguf")
     from ninfer_ir.q4k import encode_q4k
     path = str(tmp_path / "small.gguf")
@@ -162,9 +163,31 @@ def test_ninfer_gguf_reports_progress_while_reading(tmp_path):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    r = ninfer("gguf", path, "--tensor", "w")
+    return path
+
+
+def test_ninfer_gguf_reports_the_read_in_one_line_to_a_script(small_gguf):
+    r = ninfer("gguf", small_gguf, "--tensor", "w")
     assert r.returncode == 0, r.stderr
-    lines = r.stderr.splitlines()
-    assert lines[0].startswith(f"reading {path} (") and lines[0].endswith("MiB) ...")
-    assert re.match(r"read 1 tensor headers and \d+ metadata fields in ", lines[1])
-    assert "decoding w (576 bytes) ..." in lines
+    (line,) = r.stderr.splitlines()
+    assert re.match(rf"read {re.escape(small_gguf)} \(0\.0 MiB\): 1 tensor headers and \d+ "
+                    rf"metadata fields in [\d.]+ [mu]?s; tensor data is read as it is used$",
+                    line), line
+
+
+def test_ninfer_gguf_shows_progress_on_a_terminal(small_gguf, monkeypatch, capsys):
+    import io
+
+    from ninfer_ir.cli import main
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    assert main(["gguf", small_gguf, "--tensor", "w"]) == 0
+    shown = term.getvalue()
+    assert shown.startswith(f"reading {small_gguf} (0.0 MiB) ...\n")
+    assert "decoding w (576 bytes) ..." in shown
+    assert "reading Q4_K tensors and running the GEMV" in shown      # the bar over tensors
+    assert "1 of 1 Q4_K tensors bit-exact" in capsys.readouterr().out
