@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from .common import (EXIT_OK, EXIT_UNAVAILABLE, CliError, best_and_median, fmt_seconds,
-                         progress)
+                         progress, usage)
 from ninfer_ir.q4k import random_q4k
 
 SHAPES = {"quick": ((1024, 1024), (4096, 4096)),
@@ -148,6 +148,8 @@ def require_matplotlib(path: str) -> None:
 
 
 def cmd_bench(args) -> int:
+    if not args.file and (args.baseline or args.dim):
+        raise usage("--baseline and --dim need a FILE.py[:kernel] to time")
     if args.plot:
         require_matplotlib(args.plot)
     if args.file:

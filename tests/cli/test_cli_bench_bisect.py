@@ -77,6 +77,8 @@ def test_bench_baseline_by_name_and_errors(user_file):
     r = ninfer("bench", user_file, "--baseline", "missing")
     assert r.returncode == 2 and "has no function named 'missing'" in r.stderr
     assert r.stdout == ""
+    r = ninfer("bench", "--dim", "N=8")
+    assert r.returncode == 2 and "need a FILE.py[:kernel]" in r.stderr and r.stdout == ""
 
 
 def test_bench_plot_without_matplotlib_fails_before_measuring(user_file, tmp_path):
