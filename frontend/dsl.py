@@ -161,9 +161,12 @@ class Kernel:
         self._compiled: dict = {}
         self._specialized: dict = {}
 
+    #: ``(kernel, args, kwargs) -> result``: set by ``ninfer_ir`` to ``api.call`` (the
+    #: compile driver lives above the frontend)
+    dispatch = None
+
     def __call__(self, *args, **kwargs):
-        from ninfer_ir.api import call
-        return call(self, args, kwargs)
+        return Kernel.dispatch(self, args, kwargs)
 
     def specialized(self, sizes: dict) -> Module:
         """The kernel's Module with the symbol dims in ``sizes`` static (``.ir`` when

@@ -123,3 +123,5 @@ def bitcast(x, dtype):
 
 # -- the DSL (frontend) ----------------------------------------------------------------
 from ninfer_ir.frontend.dsl import kernel, Kernel, Tensor, Buffer, range, prange  # noqa: E402,F401
+from .api import call as _call  # noqa: E402
+Kernel.dispatch = staticmethod(_call)          # calling an @I.kernel runs it on I.config.target

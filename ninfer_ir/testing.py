@@ -31,7 +31,7 @@ from .errors import DomainError, VerifyError
 from .types import BufferType, ScalarType, ShapedType
 
 __all__ = ["assert_same_bits", "random_inputs", "inputs_with_notes", "compare_targets",
-           "bench", "Timing", "bisect_passes", "DEFAULT_DIM"]
+           "bench", "Timing", "bisect_passes", "Bisection", "DEFAULT_DIM"]
 
 #: the size of a symbol dim that ``dims`` does not give, and of an unknown (``None``) dim
 DEFAULT_DIM = 16
@@ -347,12 +347,92 @@ def bench(fn, *args, min_batch: float = 0.01, rel_spread: float = 0.05,
 
 # --- which pass changed the bits ------------------------------------------------------------
 
+@dataclass
+class Bisection:
+    """What ``bisect_passes`` found: ``stage`` ("NN-name") and ``pass_name`` of the first
+    pass that changed the outcome (``None`` when no pass did), ``before``/``after`` (the
+    IR texts around it), ``problem`` (what differs, in words) and ``stages`` (how many
+    stages ran in the interpreter, the kernel's own IR included)."""
+    stage: str | None
+    pass_name: str | None
+    before: str
+    after: str
+    problem: str
+    stages: int
+
+    @property
+    def found(self) -> bool:
+        return self.stage is not None
+
+    def diff(self) -> str:
+        """A unified diff from ``before`` to ``after``."""
+        import difflib
+        return "".join(difflib.unified_diff(
+            self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
+            fromfile="before", tofile=f"after {self.stage}"))
+
+    def __str__(self):
+        if not self.found:
+            return f"no pass changed the bits ({self.stages} stages run in the interpreter)"
+        return f"first pass that changes the bits: {self.stage} ({self.problem})"
+
+
+def _outcome(module, args):
+    """(outputs, None) or (None, the DomainError in words) of interpreting ``module``."""
+    from .api import interpret
+    call_args = fresh_copy(args)
+    try:
+        returned = interpret(module, *call_args)
+    except DomainError as e:
+        return None, f"DomainError: {e}"
+    return outputs_of(module.funcs[0], call_args, returned), None
+
+
+def _changed(ref, got) -> str | None:
+    (ref_out, ref_err), (out, err) = ref, got
+    if ref_err or err:
+        return None if ref_err == err else f"{err or 'no error'}, before: {ref_err or 'no error'}"
+    problems = differences(out, ref_out)
+    return "; ".join(problems) if problems else None
+
+
 def bisect_passes(kernel, *args, target: str = "cpu", passes=None, dims=None, seed=0):
-    """Run ``kernel`` in the interpreter after every pass of the pipeline for ``target``
-    (or of ``passes``, a list of ``ninfer_ir.passes.Pass``) and return a ``Bisection``
-    naming the first pass whose IR computes other bits (``.found``, ``.stage``,
-    ``.before``/``.after`` IR texts, ``.diff()``). Without ``args`` the inputs are
-    ``random_inputs(kernel, dims, seed)``."""
-    from .passes.bisect import bisect
-    return bisect(kernel, list(args) if args else random_inputs(kernel, dims, seed),
-                  target=target, passes=passes)
+    """The first pass after which the interpreter computes other bits.
+
+    The pipeline (``default_passes(target)``, or ``passes``: a list of
+    ``ninfer_ir.passes.Pass``) runs on a copy of the kernel's Module; the IR after every
+    pass is read back from its text and interpreted on its own copy of the arguments
+    (``args``, or ``random_inputs(kernel, dims, seed)``). Every written buffer and
+    returned value is compared with the kernel's own IR's, as ``assert_same_bits`` does
+    (a result that lowering turned into an output buffer comes back as a returned value,
+    so the stages compare alike); a ``DomainError`` is an outcome too. A pass whose
+    output does not verify is the culprit, with its ``PassError``. Returns a
+    ``Bisection``."""
+    from . import parse
+    from .api import module_of
+    from .passes.manager import PassError, PassManager
+    from .passes.pipeline import default_passes
+    module = module_of(kernel)
+    args = list(args) if args else random_inputs(kernel, dims, seed)
+    stages = []
+    pm = PassManager(passes if passes is not None else default_passes(target),
+                     print_after="all", print_to=lambda stage, text: stages.append((stage, text)))
+    work = module.clone()
+    ref = _outcome(module, args)
+    try:
+        pm.run(work)
+        failure = None
+    except PassError as e:
+        failure = e
+    before = str(module)
+    for stage, text in stages:
+        problem = _changed(ref, _outcome(parse(text), args))
+        if problem is not None:
+            return Bisection(stage, stage.split("-", 1)[1], before, text, problem,
+                             len(stages) + 1)
+        before = text
+    if failure is not None:
+        k = len(stages) + 1
+        return Bisection(f"{k:02d}-{failure.pass_name}", failure.pass_name, before, str(work),
+                         f"PassError: {failure}", k + 1)
+    return Bisection(None, None, before, before, "", len(stages) + 1)

@@ -8,8 +8,8 @@ from .inputs import make_inputs
 
 
 def cmd_bisect(args) -> int:
-    from ninfer_ir.passes.bisect import bisect
     from ninfer_ir.passes.pipeline import default_passes
+    from ninfer_ir.testing import bisect_passes
 
     kernel = load_kernel(args.file)
     inputs, sizes, _ = make_inputs(kernel.func, np.random.default_rng(args.seed),
@@ -18,7 +18,7 @@ def cmd_bisect(args) -> int:
     print(f"kernel {kernel.name} from {kernel.source_file}; "
           + (" ".join(f"{k}={v}" for k, v in sizes.items()) + "; " if sizes else "")
           + f"seed {args.seed}; {len(passes)} passes for {args.target}")
-    result = bisect(kernel, inputs, target=args.target, passes=passes)
+    result = bisect_passes(kernel, *inputs, target=args.target, passes=passes)
     if not result.found:
         print(result)
         return EXIT_OK
