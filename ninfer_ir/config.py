@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 
-from .api import TARGETS
 from .errors import NinferError
+from .targets import TARGETS
 
 
 class Config:
