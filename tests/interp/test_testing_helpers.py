@@ -132,25 +132,56 @@ def test_compare_targets_raises_a_shared_domain_error():
 
 # --- bench -------------------------------------------------------------------------------------
 
-def test_bench_repeats_until_stable_and_reports_median_and_spread():
-    t = bench(time.sleep, 0.002, min_batch=0.004, max_time=2.0)
-    assert t.number >= 2                           # a batch is grown to min_batch
-    assert t.batches >= 5
-    assert 0.0015 < t.median < 0.02 and t.best <= t.median
-    assert t.spread >= 0
-    assert "median" in str(t) and "batches" in str(t)
+class FakeClock:
+    """``time.perf_counter`` for ``bench``: a call of ``work(seconds)`` takes exactly that
+    long (so the tests do not depend on the machine's load)."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def work(self, seconds):
+        self.now += seconds
 
 
-def test_bench_stops_at_max_time_when_the_timing_does_not_settle():
+@pytest.fixture
+def clock(monkeypatch):
+    fake = FakeClock()
+    monkeypatch.setattr(time, "perf_counter", fake)
+    return fake
+
+
+def test_bench_grows_the_batch_then_stops_once_stable(clock):
+    t = bench(clock.work, 0.002, min_batch=0.005, min_batches=5)
+    assert t.number == 5                            # 1 and 2 calls are under 5 ms
+    assert t.batches == 5 and t.stable              # identical batches: stable at once
+    assert t.median == pytest.approx(0.002) and t.best == pytest.approx(0.002)
+    assert t.spread == pytest.approx(0.0, abs=1e-9)
+    assert "2.00 ms median" in str(t) and "5 batches of 5 call(s)" in str(t)
+
+
+def test_bench_reports_the_spread_and_runs_until_it_settles(clock):
+    costs = iter([0.001] * 3 + [0.004, 0.001] * 3 + [0.001] * 100)
+
+    def jittery():
+        clock.work(next(costs))
+    t = bench(jittery, min_batch=0.0, rel_spread=0.05, min_batches=5)
+    # the 4 ms calls keep the spread of the last five batches high; it settles after them
+    assert t.stable and t.batches > 5 and t.median == pytest.approx(0.001)
+    assert t.best == pytest.approx(0.001)
+
+
+def test_bench_stops_at_max_time_when_the_timing_does_not_settle(clock):
     state = {"k": 0}
 
-    def erratic():                                 # every call slower than the last
+    def slower_each_time():
         state["k"] += 1
-        time.sleep(0.0005 * state["k"])
-    t0 = time.perf_counter()
-    t = bench(erratic, min_batch=0.0, rel_spread=0.01, max_time=0.3)
-    assert time.perf_counter() - t0 < 1.5
+        clock.work(0.0005 * state["k"])
+    t = bench(slower_each_time, min_batch=0.0, rel_spread=0.01, max_time=0.3)
     assert not t.stable and t.spread > 0.01
+    assert 0.3 < clock.now < 0.3 + 0.0005 * (state["k"] + 1) * 2   # stopped at max_time
 
 
 # --- bisect_passes ---------------------------------------------------------------------------
