@@ -365,6 +365,11 @@ def add_rows_vnni(module: ir.Module, gfni: bool = False) -> ir.Function:
                 row = b.select(b.icmp_signed(">", row, last_row), last_row, row)
                 bases.append(b.gep(w, [b.add(b.mul(row, w_row), chunk_base)]))
             addr_vec = _address_vector(b, bases)
+            with b.if_then(b.icmp_signed("==", r0, i64(0))):
+                # the first block of a call: its first steps have not been prefetched
+                with for_range(b, 0, i64(PREFETCH_STEPS), name="pf") as k:
+                    _prefetch_ahead(b, module, bases[0], b.sub(k, i64(PREFETCH_STEPS)), ng,
+                                    w_row, w_rec)
             with for_range(b, 0, ng, name="g") as g:
                 offset = b.mul(g, w_rec)
                 _prefetch_ahead(b, module, bases[0], g, ng, w_row, w_rec)
