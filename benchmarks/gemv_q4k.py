@@ -18,7 +18,8 @@ Python exactly as a user calls it. For each N x K and T in (1, 2) it prints:
   them as 32-bit words in an ``I.prange``, same threads, also hot) as a share of the
   GEMV's time: the floor any GEMV over these bytes meets where they live; for cold
   calls, "%DRAM" is the weights' rate as a share of the DRAM read bandwidth measured in
-  the same run with the same thread count (``stream_read`` over the eviction buffer), and
+  the same run with the same thread count (``stream_read`` over the eviction buffer,
+  4x the last-level cache, in 8 MiB pieces timed one by one), and
   the second "%read" is a cold read of the weight bytes alone as a share of the cold
   GEMV's time (what is left of DRAM bandwidth for a one-shot read of this size);
 * numpy: ``W @ x`` on the matrix dequantized to f32 beforehand (OpenBLAS limited to T
@@ -304,18 +305,27 @@ class Evictor:
     """Reads a large buffer with the compiled streaming kernel. Evicting uses one thread,
     so that no pool thread of ours is still spinning when a peer's timed call starts."""
 
+    PIECE_ROWS = 2                 # rows of 4 MiB per timed piece of the DRAM read
+
     def __init__(self, nbytes):
-        rows = max(1, nbytes // (4 << 20))
+        rows = max(2 * self.PIECE_ROWS, nbytes // (4 << 20))
         self.buf = np.ones((rows, 1 << 20), np.int32)
         self.out = np.zeros(rows, np.int32)
         self.kernels = {t: I.compile(stream_read, target="cpu", threads=t) for t in THREADS}
+        self.piece_bytes = self.PIECE_ROWS * self.buf[0].nbytes
 
     def __call__(self):
         self.kernels[1](self.buf, self.out)
 
-    def read_times(self, threads, reps):
-        """Seconds per whole read of the buffer with ``threads`` threads."""
-        return time_hot(lambda: self.kernels[threads](self.buf, self.out), reps)
+    def read_times(self, threads):
+        """Seconds per 8 MiB piece of one pass over the buffer, each piece read and timed
+        in turn with ``threads`` threads: every piece comes from DRAM (the rest of the
+        buffer evicted it), and a piece is short enough (a few hundred us) that a busy
+        machine's scheduler seldom cuts into it, as it does into one long read."""
+        kernel, rows = self.kernels[threads], self.PIECE_ROWS
+        pieces = [(self.buf[i:i + rows], self.out[i:i + rows])
+                  for i in range(0, self.buf.shape[0] - rows + 1, rows)]
+        return time_rotating([lambda p=p: kernel(*p) for p in pieces], len(pieces))
 
 
 def time_hot(fn, reps):
@@ -497,7 +507,7 @@ def main(argv=None):
 
     for _ in range(rounds):
         for t in THREADS:
-            add(("dram", t), evictor.read_times(t, 3))
+            add(("dram", t), evictor.read_times(t))
         for case in cases:
             w, x, n = case["w"], case["x"], case["n"]
             ws = cold.copies(w)
@@ -552,11 +562,12 @@ def main(argv=None):
 
     stats = {"median": {key: statistics.median(v) for key, v in samples.items()},
              "best": {key: min(v) for key, v in samples.items()}}
-    nbytes = evictor.buf.nbytes
-    dram = {t: (nbytes / stats["median"][("dram", t)] / 1e9,
-                nbytes / stats["best"][("dram", t)] / 1e9) for t in THREADS}
-    print(f"\nDRAM read bandwidth ({nbytes >> 20} MiB, compiled stream_read, "
-          f"{len(samples[('dram', 1)])} reads spread over the rounds): "
+    piece = evictor.piece_bytes
+    dram = {t: (piece / stats["median"][("dram", t)] / 1e9,
+                piece / stats["best"][("dram", t)] / 1e9) for t in THREADS}
+    print(f"\nDRAM read bandwidth (compiled stream_read over {evictor.buf.nbytes >> 20} MiB "
+          f"in {piece >> 20} MiB pieces, {len(samples[('dram', 1)])} pieces spread over the "
+          f"rounds): "
           + "; ".join(f"{t} thread{'s' if t > 1 else ''} median {m:.1f} GB/s (best {b:.1f})"
                       for t, (m, b) in dram.items()))
     for label, table in stats.items():
