@@ -177,6 +177,7 @@ class Ggml:
         self.params_init = fn("ggml_threadpool_params_init", None, P, ctypes.c_int)
         self.threadpool_new = fn("ggml_threadpool_new", P, P)
         self.threadpool_free = fn("ggml_threadpool_free", None, P)
+        self.threadpool_pause = fn("ggml_threadpool_pause", None, P)
         self.graph_plan = fn("ggml_graph_plan", _CPlan, P, ctypes.c_int, P)
         self.graph_compute = fn("ggml_graph_compute", ctypes.c_int, P, ctypes.POINTER(_CPlan))
         cpu_init = next((getattr(lib, "ggml_cpu_init") for lib in libs
@@ -241,6 +242,12 @@ class GgmlGraphs:
 
     def __call__(self):
         self.run(0)
+
+    def pause(self):
+        """Put ggml's pool threads to sleep now: after a call they poll for the next one
+        for a long while (``poll`` 50: 6.5 M rounds), which would take a CPU from
+        whatever runs next on a 2-CPU machine; the next ``run`` resumes them."""
+        self.g.threadpool_pause(self.pool)
 
     def result(self, i=0, j=0):
         c, n = self.outs[i][j]
@@ -353,14 +360,33 @@ def time_rotating(fns, reps):
     """Seconds per call of ``fns[i % len(fns)]``: each function reads its own copy of
     the data, and the copies together exceed the caches, so every call finds its copy
     evicted by the calls since its last turn (after one untimed pass over all)."""
-    for fn in fns:
-        fn()
-    out = []
-    for i in range(reps):
-        fn = fns[i % len(fns)]
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
+    return time_interleaved([fns], reps)[0]
+
+
+RUN = 4        # consecutive cold calls of one group before the next group's turn
+
+
+def time_interleaved(groups, reps, settle=None):
+    """``time_rotating`` for several groups of functions at once, taking turns in runs
+    of ``RUN`` calls, so that the phases of a shared machine fall on every group alike;
+    after each run, ``settle[g]()`` (untimed, where given) lets group g's threads go
+    idle before the next group runs. A list of seconds per group."""
+    settle = settle or [None] * len(groups)
+    for fns, after in zip(groups, settle):
+        for fn in fns:
+            fn()
+        if after:
+            after()
+    out = [[] for _ in groups]
+    for start in range(0, reps, RUN):
+        for fns, times, after in zip(groups, out, settle):
+            for i in range(start, min(reps, start + RUN)):
+                fn = fns[i % len(fns)]
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+            if after:
+                after()
     return out
 
 
@@ -386,10 +412,19 @@ class Cold:
             return [a]
         return [a] + [a.copy() for _ in range(max(2, -(-self.nbytes // a.nbytes)) - 1)]
 
-    def times(self, fns, reps):
+    def times(self, groups, reps, settle=None):
+        """Seconds per cold call for each group of functions (one per copy), the groups
+        taking turns (see ``time_interleaved``)."""
         if self.mode == "sweep":
-            return time_cold(fns[0], reps, self.evictor)
-        return time_rotating(fns, reps)
+            settle = settle or [None] * len(groups)
+            out = [[] for _ in groups]
+            for _ in range(reps):
+                for fns, times, after in zip(groups, out, settle):
+                    times += time_cold(fns[0], 1, self.evictor)
+                    if after:
+                        after()
+            return out
+        return time_interleaved(groups, reps, settle)
 
 
 def compute_rate(kernel, rng, reps):
@@ -457,7 +492,7 @@ def main(argv=None):
     shapes = QUICK_SHAPES if quick else SHAPES
     rounds = args.rounds or (1 if quick else 3)
     hot_reps = args.hot or (20 if quick else 100)
-    cold_reps = args.cold or (3 if quick else 8)
+    cold_reps = args.cold or (4 if quick else 16)
     llc = last_level_cache()
     evict_bytes = eviction_bytes(llc)
 
@@ -521,29 +556,34 @@ def main(argv=None):
                     except Exception as err:          # optional peer: drop it, keep going
                         print(f"ggml peer dropped: {type(err).__name__}: {err}")
                         ggml = None
-                if ggml is not None:
-                    try:
-                        add((n, case["k"], t, "ggml", "hot"), time_hot(peer, hot_reps))
-                        add((n, case["k"], t, "ggml", "cold"),
-                            cold.times([lambda i=i: peer.run(i) for i in range(len(ws))],
-                                       cold_reps))
-                        ours[0]()
-                        err = np.abs(peer.result() - y).max() / np.abs(y).max()
-                        case["ggml_err"] = max(case["ggml_err"] or 0.0, float(err))
-                    finally:
-                        peer.close()
-                add((n, case["k"], t, "ours", "hot"), time_hot(ours[0], hot_reps))
-                add((n, case["k"], t, "ours", "cold"), cold.times(ours, cold_reps))
-                if "want" in case:
-                    same = y.tobytes() == case["want"].tobytes()
-                    case["exact"] = same if case["exact"] is None else case["exact"] and same
                 words = [wi.reshape(-1).view(np.int32).reshape(16, -1) for wi in ws]
                 sums = np.zeros(16, np.int32)
                 reader = evictor.kernels[t]
-                add((n, case["k"], t, "read", "hot"),
-                    time_hot(lambda: reader(words[0], sums), hot_reps))
-                add((n, case["k"], t, "read", "cold"),
-                    cold.times([lambda wd=wd: reader(wd, sums) for wd in words], cold_reps))
+                groups = {"ours": ours, "read": [lambda wd=wd: reader(wd, sums) for wd in words]}
+                try:
+                    if ggml is not None:
+                        groups["ggml"] = [lambda i=i: peer.run(i) for i in range(len(ws))]
+                        add((n, case["k"], t, "ggml", "hot"), time_hot(peer, hot_reps))
+                        peer.pause()
+                    add((n, case["k"], t, "ours", "hot"), time_hot(ours[0], hot_reps))
+                    add((n, case["k"], t, "read", "hot"),
+                        time_hot(lambda: reader(words[0], sums), hot_reps))
+                    # cold calls of ours, the plain read and ggml taken in turn
+                    settle = [peer.pause if name == "ggml" else None for name in groups]
+                    for name, times in zip(groups, cold.times(list(groups.values()),
+                                                               cold_reps, settle)):
+                        add((n, case["k"], t, name, "cold"), times)
+                    if ggml is not None:
+                        ours[0]()
+                        err = np.abs(peer.result() - y).max() / np.abs(y).max()
+                        case["ggml_err"] = max(case["ggml_err"] or 0.0, float(err))
+                finally:
+                    if ggml is not None:
+                        peer.close()
+                ours[0]()
+                if "want" in case:
+                    same = y.tobytes() == case["want"].tobytes()
+                    case["exact"] = same if case["exact"] is None else case["exact"] and same
                 if set_blas is not None or t == 1:
                     if set_blas is not None:
                         set_blas(t)
@@ -552,8 +592,8 @@ def main(argv=None):
                     add((n, case["k"], t, "numpy", "hot"),
                         time_hot(lambda: dense @ xf, max(5, hot_reps // 10)))
                     add((n, case["k"], t, "numpy", "cold"),
-                        cold.times([lambda d=d: d @ xf for d in denses],
-                                   max(2, cold_reps // 2)))
+                        cold.times([[lambda d=d: d @ xf for d in denses]],
+                                   max(2, cold_reps // 2))[0])
                     del denses
                     if set_blas is not None:
                         set_blas(1)

@@ -22,8 +22,9 @@ gate and up 11008 x 4096, down 4096 x 11008; 32 blocks per token). Q4_K records 
 256 elements, so a product over K = 640 is stored as K = 768 (3 records, the last
 half padding) on both sides. It prints, per model and thread count, the median and
 best time per block, the time per token (blocks per token x the median), the
-weights' rate in GB/s and ours / ggml. Calls are spread over ``--rounds`` rounds;
-ours is checked bit for bit against the ``q4k_gemv`` kernel of ``gemv_q4k.py``
+weights' rate in GB/s and ours / ggml. Ours and ggml take turns, a few blocks each
+(ggml's pool is put to sleep after its turn, so that its polling threads do not take
+a CPU from ours), over ``--rounds`` rounds; ours is checked bit for bit against the ``q4k_gemv`` kernel of ``gemv_q4k.py``
 (itself checked against the interpreter there) on one block.
 
     PYTHONPATH=. python benchmarks/model_gemv.py               # both models, ~1 min
@@ -44,7 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ninfer_ir as I  # noqa: E402
 from gemv_q4k import (THREADS, eviction_bytes, last_level_cache, load_ggml,  # noqa: E402
-                      machine_line, q4k_gemv, random_q4k, time_rotating, GgmlGraphs)
+                      machine_line, q4k_gemv, random_q4k, time_interleaved, GgmlGraphs)
 
 Q4K, Q8K = I.quant.q4_k, I.quant.q8_k
 
@@ -172,12 +173,16 @@ def main(argv=None):
         try:
             for _ in range(args.rounds):
                 for t in THREADS:
+                    groups = {"ours": ours_calls(kernels[t], blocks, vectors, outs)}
+                    settle = [None]
                     if t in peers:
-                        samples.setdefault((model, t, "ggml"), []).extend(time_rotating(
-                            [lambda i=i, p=peers[t]: p.run(i) for i in range(len(blocks))],
-                            calls))
-                    samples.setdefault((model, t, "ours"), []).extend(time_rotating(
-                        ours_calls(kernels[t], blocks, vectors, outs), calls))
+                        groups["ggml"] = [lambda i=i, p=peers[t]: p.run(i)
+                                          for i in range(len(blocks))]
+                        settle.append(peers[t].pause)
+                    # the two take turns, a few blocks each (time_interleaved)
+                    for name, times in zip(groups, time_interleaved(list(groups.values()),
+                                                                    calls, settle)):
+                        samples.setdefault((model, t, name), []).extend(times)
         finally:
             for peer in peers.values():
                 peer.close()
