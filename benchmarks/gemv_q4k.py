@@ -366,6 +366,12 @@ def time_rotating(fns, reps):
 RUN = 4        # consecutive cold calls of one group before the next group's turn
 
 
+def let_pool_sleep():
+    """Wait until our pool's workers have stopped spinning (``pool.SPIN`` rounds of
+    ``pause``, well under 1 ms) and sleep, leaving the CPUs to whatever runs next."""
+    time.sleep(0.002)
+
+
 def time_interleaved(groups, reps, settle=None):
     """``time_rotating`` for several groups of functions at once, taking turns in runs
     of ``RUN`` calls, so that the phases of a shared machine fall on every group alike;
@@ -569,7 +575,8 @@ def main(argv=None):
                     add((n, case["k"], t, "read", "hot"),
                         time_hot(lambda: reader(words[0], sums), hot_reps))
                     # cold calls of ours, the plain read and ggml taken in turn
-                    settle = [peer.pause if name == "ggml" else None for name in groups]
+                    settle = [peer.pause if name == "ggml" else let_pool_sleep
+                              for name in groups]
                     for name, times in zip(groups, cold.times(list(groups.values()),
                                                                cold_reps, settle)):
                         add((n, case["k"], t, name, "cold"), times)

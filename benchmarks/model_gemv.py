@@ -45,7 +45,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ninfer_ir as I  # noqa: E402
 from gemv_q4k import (THREADS, eviction_bytes, last_level_cache, load_ggml,  # noqa: E402
-                      machine_line, q4k_gemv, random_q4k, time_interleaved, GgmlGraphs)
+                      let_pool_sleep, machine_line, q4k_gemv, random_q4k,
+                      time_interleaved, GgmlGraphs)
 
 Q4K, Q8K = I.quant.q4_k, I.quant.q8_k
 
@@ -174,7 +175,7 @@ def main(argv=None):
             for _ in range(args.rounds):
                 for t in THREADS:
                     groups = {"ours": ours_calls(kernels[t], blocks, vectors, outs)}
-                    settle = [None]
+                    settle = [let_pool_sleep]
                     if t in peers:
                         groups["ggml"] = [lambda i=i, p=peers[t]: p.run(i)
                                           for i in range(len(blocks))]
