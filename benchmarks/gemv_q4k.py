@@ -565,7 +565,11 @@ def main(argv=None):
                 words = [wi.reshape(-1).view(np.int32).reshape(16, -1) for wi in ws]
                 sums = np.zeros(16, np.int32)
                 reader = evictor.kernels[t]
-                groups = {"ours": ours, "read": [lambda wd=wd: reader(wd, sums) for wd in words]}
+                # the read goes round the same copies as ours, half the set apart, so
+                # that it never reads a copy ours has just brought into the caches
+                half = len(words) // 2
+                groups = {"ours": ours, "read": [lambda wd=wd: reader(wd, sums)
+                                                 for wd in words[half:] + words[:half]]}
                 try:
                     if ggml is not None:
                         groups["ggml"] = [lambda i=i: peer.run(i) for i in range(len(ws))]
