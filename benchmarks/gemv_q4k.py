@@ -37,7 +37,7 @@ on a shared machine: other work only ever adds time); calls are spread over
 machine hit all of them alike. %DRAM uses the DRAM figure of the same statistic. The
 compiled result is checked bit for bit against the interpreter once per shape.
 
-    PYTHONPATH=. python benchmarks/gemv_q4k.py            # full run, about 80 s
+    PYTHONPATH=. python benchmarks/gemv_q4k.py            # full run, about 3 minutes
     PYTHONPATH=. python benchmarks/gemv_q4k.py --quick    # two small shapes, seconds
 """
 from __future__ import annotations

@@ -27,7 +27,7 @@ weights' rate in GB/s and ours / ggml. Ours and ggml take turns, a few blocks ea
 a CPU from ours), over ``--rounds`` rounds; ours is checked bit for bit against the ``q4k_gemv`` kernel of ``gemv_q4k.py``
 (itself checked against the interpreter there) on one block.
 
-    PYTHONPATH=. python benchmarks/model_gemv.py               # both models, ~1 min
+    PYTHONPATH=. python benchmarks/model_gemv.py               # both models, ~2 minutes
     PYTHONPATH=. python benchmarks/model_gemv.py --model 270m  # one model
     PYTHONPATH=. python benchmarks/model_gemv.py --quick       # 270m, one round, seconds
 """
