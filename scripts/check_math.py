@@ -37,13 +37,16 @@ _NP = {"sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "exp": np.exp,
        "cos": np.cos}
 
 
-def _mp(fn, x):
+def _side(fn, x, lo, hi) -> int:
+    """-1, 0 or 1: |fn(x)| below ``lo``, between, or above ``hi`` (mpmath, 200 bits; the
+    comparisons are exact, and nothing is rounded to the working precision before them)."""
     import mpmath as mp
     f = {"sqrt": mp.sqrt, "rsqrt": lambda v: 1 / mp.sqrt(v), "exp": mp.exp,
          "exp2": lambda v: mp.mpf(2) ** v, "log": mp.log, "log2": lambda v: mp.log(v, 2),
          "tanh": mp.tanh, "erf": mp.erf, "sin": mp.sin, "cos": mp.cos}[fn]
     with mp.workprec(200):
-        return f(mp.mpf(float(x)))
+        v = abs(f(mp.mpf(float(x))))
+        return 1 if v > mp.mpf(float(hi)) else -1 if v < mp.mpf(float(lo)) else 0
 
 
 def _f32_of(bits):
@@ -94,12 +97,7 @@ def reference(fn: str, x: np.ndarray, hard: list | None = None) -> np.ndarray:
     for k in np.flatnonzero(amb):
         r32 = np.abs(out[k:k + 1])
         lo, hi = _boundaries(r32)
-        v = abs(_mp(fn, x[k]))
-        b = r32.view(np.uint32)[0]
-        if v > hi[0]:
-            b += 1
-        elif v < lo[0]:
-            b -= 1
+        b = int(r32.view(np.uint32)[0]) + _side(fn, x[k], lo[0], hi[0])
         out[k] = np.copysign(np.uint32(b).view(np.float32), y[k])
     out[np.isnan(out)] = np.uint32(QNAN).view(np.float32)
     return out
