@@ -51,8 +51,13 @@ def lower(kernel, target: str = "cpu", print_after=None, dump_dir=None, report=F
 
 def compile(kernel, target: str = "cpu", print_after=None, dump_dir=None, threads=None,
             cache_dir=None):
-    """Compile for ``target`` ("interp" | "cpu" | "cuda") and return a callable kernel."""
+    """Compile for ``target`` ("interp" | "cpu" | "cuda") and return a callable kernel.
+
+    ``threads``: a positive int, or None for all CPUs (cpu); ``cache_dir``: the object
+    cache's directory (cpu; see docs/backends.md); a bad value is an ``OptionError``."""
     _check_target(target)
+    from ninfer_ir.backends.llvm.threads import check_threads
+    check_threads(threads)
     module = module_of(kernel)
     if target == "interp":
         from ninfer_ir.backends.interp.interpreter import InterpretedKernel
