@@ -5,6 +5,7 @@
     ninfer emit FILE.py[:kernel] --kind llvm|asm|cuda|ptx [-o OUT]
     ninfer bench [--quick] [--plot out.png] [--no-scripts]
     ninfer gguf FILE.gguf [--tensor NAME] [--rows R] [--target cpu|interp]
+    ninfer cache info|clear [--dir DIR]
 
 Exit codes: 0 success; 1 a check failed (results differ from the interpreter, a
 ``DomainError``, a kernel the DSL refuses); 2 usage error (bad option, missing
@@ -123,6 +124,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the compiled target compared with the interpreter")
     gguf.add_argument("--seed", type=int, default=0, help="random seed of x")
     gguf.set_defaults(handler="gguf:cmd_gguf")
+
+    cache = sub.add_parser("cache", parents=common, epilog=EPILOG,
+                           help="show or empty the CPU object cache",
+                           description="'info' prints the cache directory, whether it is "
+                                       "used, its entries, size and limit; 'clear' removes "
+                                       "every entry. The directory is --dir, else "
+                                       "$NINFER_CACHE_DIR, else $XDG_CACHE_HOME/ninfer_ir/llvm "
+                                       "(~/.cache/ninfer_ir/llvm); the limit is "
+                                       "$NINFER_CACHE_MAX_BYTES (default 512 MiB).")
+    cache.add_argument("action", choices=["info", "clear"])
+    cache.add_argument("--dir", metavar="DIR", help="the cache directory")
+    cache.set_defaults(handler="cache:cmd_cache")
     return parser
 
 
@@ -135,9 +148,12 @@ def _dispatch(args) -> int:
 
 def _report(e: BaseException, debug: bool) -> int:
     from ninfer_ir.errors import DomainError, DSLError, NinferError, TargetUnavailable
+    from ninfer_ir.errors import OptionError
 
     if isinstance(e, CliError):
         code, line = e.code, str(e)
+    elif isinstance(e, OptionError):
+        code, line = EXIT_USAGE, str(e)
     elif isinstance(e, TargetUnavailable):
         code, line = EXIT_UNAVAILABLE, f"target unavailable: {e}"
     elif isinstance(e, DSLError):
