@@ -31,6 +31,7 @@ run kernels whatever the parent's threads were doing.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -43,6 +44,7 @@ import llvmlite.binding as llvm
 
 from ninfer_ir.errors import TargetUnavailable
 
+from .compile_worker import CompileWorker, WorkerUnavailable, worker_enabled
 from .objcache import CACHE_FORMAT_VERSION, ObjectCache, default_cache_dir
 
 __all__ = [
@@ -75,9 +77,12 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _init_lock, _compile_lock
+    global _init_lock, _compile_lock, _worker
     _init_lock, _compile_lock = threading.Lock(), threading.Lock()
     _llvm_lock.__exit__(None, None, None)
+    if _worker is not None:                   # the parent's helper: let go of its pipes
+        _worker.abandon()
+        _worker = None
 
 
 os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
@@ -229,6 +234,36 @@ def _optimized_module(ir_text: str, tm, triple: str) -> "llvm.ModuleRef":
     return mod
 
 
+_worker: CompileWorker | None = None
+_no_worker_in: int | None = None       # the pid of a process where the helper would not start
+
+
+def _compile_object(ir_text: str, tm, target: HostTarget):
+    """(object code, the optimized module or None): compiled in the compile helper
+    (``compile_worker.py``) when it runs, else here. Call with ``_compile_lock`` held."""
+    global _worker, _no_worker_in
+    if worker_enabled() and _no_worker_in != os.getpid():
+        try:
+            if _worker is None or not _worker.alive() or _worker.worn_out:
+                if _worker is not None:
+                    _worker.close()
+                _worker = None
+                _worker = CompileWorker()
+            return _worker.compile(ir_text, target.triple, target.cpu, target.features), None
+        except WorkerUnavailable:
+            if _worker is None:
+                _no_worker_in = os.getpid()
+            # else the helper refused the module: compiling it here raises LLVM's error
+    optimized = _optimized_module(ir_text, tm, target.triple)
+    return tm.emit_object(optimized), optimized
+
+
+@atexit.register
+def _stop_worker() -> None:
+    if _worker is not None:
+        _worker.close()
+
+
 class JITModule:
     """One compiled module: an execution engine kept alive with its code.
 
@@ -259,8 +294,7 @@ class JITModule:
         self.cache_hit = obj is not None
         if obj is None:
             with _compile_lock:
-                self._optimized = _optimized_module(self.ir_text, self._tm, self.target.triple)
-                obj = self._tm.emit_object(self._optimized)
+                obj, self._optimized = _compile_object(self.ir_text, self._tm, self.target)
             if self.cache is not None:
                 self.cache.store(self.key, obj)
         self.object_code = obj

@@ -26,13 +26,13 @@ GEMV = KERNELS["q4k_gemv"]
 def optimizer_calls(monkeypatch):
     """How many times LLVM's optimisation pipeline ran (once per module built)."""
     calls = []
-    original = jit_module._optimized_module
+    original = jit_module._compile_object
 
     def counting(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(jit_module, "_optimized_module", counting)
+    monkeypatch.setattr(jit_module, "_compile_object", counting)
     return calls
 
 
