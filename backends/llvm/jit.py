@@ -23,7 +23,9 @@ hashes the IR text, triple, CPU name, features, optimisation level,
 llvmlite/LLVM versions and the cache's format version. A cache hit skips
 parsing, optimisation and code generation and only links the stored object
 into a fresh engine; an entry the cache does not trust is a miss and is
-rebuilt. Cache I/O failures never fail a compilation.
+rebuilt. Cache I/O failures never fail a compilation. A miss is optimised and
+compiled in a helper process (``compile_worker.py``), which keeps llvmlite's
+per-pipeline leak out of this one.
 
 Fork: a ``fork()`` waits until no thread is inside LLVM (llvmlite's lock is
 taken around it), and the child starts with fresh locks, so it can compile and
