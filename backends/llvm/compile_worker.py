@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import struct
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from ninfer_ir.errors import CompileError
 __all__ = ["CompileWorker", "worker_enabled", "serve", "COMPILES_PER_WORKER"]
 
 COMPILES_PER_WORKER = 200
+START_SECONDS = 60
 _LEN = struct.Struct("<Q")
 _READY = b"R"
 _OK, _REFUSED = b"\x00", b"\x01"
@@ -61,7 +63,8 @@ class CompileWorker:
             self.proc = subprocess.Popen([sys.executable, "-I", "-c", code, paths],
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, close_fds=True)
-            if self.proc.stdout.read(1) != _READY:
+            ready, _, _ = select.select([self.proc.stdout], [], [], START_SECONDS)
+            if not ready or self.proc.stdout.read(1) != _READY:
                 raise EOFError
         except (OSError, EOFError) as e:
             self.close()

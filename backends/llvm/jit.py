@@ -44,7 +44,7 @@ from functools import lru_cache
 import llvmlite
 import llvmlite.binding as llvm
 
-from ninfer_ir.errors import TargetUnavailable
+from ninfer_ir.errors import CompileError, TargetUnavailable
 
 from .compile_worker import CompileWorker, WorkerUnavailable, worker_enabled
 from .objcache import CACHE_FORMAT_VERSION, ObjectCache, default_cache_dir
@@ -244,7 +244,9 @@ def _compile_object(ir_text: str, tm, target: HostTarget):
     """(object code, the optimized module or None): compiled in the compile helper
     (``compile_worker.py``) when it runs, else here. Call with ``_compile_lock`` held."""
     global _worker, _no_worker_in
-    if worker_enabled() and _no_worker_in != os.getpid():
+    for attempt in (1, 2):                    # a helper that died before the request: again
+        if not worker_enabled() or _no_worker_in == os.getpid():
+            break
         try:
             if _worker is None or not _worker.alive() or _worker.worn_out:
                 if _worker is not None:
@@ -255,7 +257,10 @@ def _compile_object(ir_text: str, tm, target: HostTarget):
         except WorkerUnavailable:
             if _worker is None:
                 _no_worker_in = os.getpid()
-            # else the helper refused the module: compiling it here raises LLVM's error
+            break                             # else LLVM refused it: here, it raises why
+        except CompileError:
+            if attempt == 2:
+                raise
     optimized = _optimized_module(ir_text, tm, target.triple)
     return tm.emit_object(optimized), optimized
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+import ninfer_ir as I
 from ninfer_ir.backends.llvm import compile_worker as W
 from ninfer_ir.backends.llvm import jit as J
 
@@ -77,3 +78,32 @@ def test_resident_memory_stays_flat_over_many_misses():
                        capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert float(r.stdout) < 10.0, f"{r.stdout.strip()} KiB per compile"
+
+
+DYING = ("import sys; sys.stdout.buffer.write(b'R'); sys.stdout.flush(); "
+         "sys.stdin.buffer.read(8); sys.exit(70)")
+
+
+class DyingWorker(W.CompileWorker):
+    """A helper that dies on its first request, as one would on an LLVM crash."""
+
+    def __init__(self):
+        self.pid = os.getpid()
+        self.compiles = 0
+        self.proc = subprocess.Popen([sys.executable, "-c", DYING], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE)
+        assert self.proc.stdout.read(1) == b"R"
+
+
+def test_a_crash_in_the_helper_is_a_compile_error_not_a_dead_caller(with_worker, monkeypatch):
+    monkeypatch.setattr(J, "_worker", None)
+    monkeypatch.setattr(J, "CompileWorker", DyingWorker)
+    with pytest.raises(I.CompileError, match="exit status 70"):
+        answer(31)
+    started = []
+    monkeypatch.setattr(J, "CompileWorker",
+                        lambda: started.append(1) or (DyingWorker() if len(started) == 1
+                                                      else W.CompileWorker()))
+    monkeypatch.setattr(J, "_worker", None)
+    assert answer(32) == 32 and len(started) == 2     # died once: a new helper compiled it
+    J._worker.close()
