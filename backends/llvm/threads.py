@@ -35,9 +35,8 @@ import platform
 import sys
 import threading
 
+from ninfer_ir.backends.abi import ERR_SLOTS
 from ninfer_ir.errors import OptionError
-
-from .status import ERR_SLOTS
 
 __all__ = ["PAR", "BODY", "Pool", "shared_pool", "split", "par_entry", "native_pool",
            "check_threads"]
