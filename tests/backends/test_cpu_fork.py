@@ -94,3 +94,22 @@ def test_children_forked_during_a_compile_work(tmp_path, monkeypatch):
         stop.set()
         busy.join()
     assert results == [0, 0, 0, 0], f"child exit codes (None: hung and killed): {results}"
+
+
+def test_the_python_pool_works_in_a_forked_child():
+    from ninfer_ir.backends.llvm.launcher import CompiledKernel
+
+    kernel = CompiledKernel(I.lower(twice, "cpu"), threads=2, native_threads=False)
+    x = np.arange(4096, dtype=np.float32)
+    kernel(x, np.zeros_like(x))                    # the Python pool's workers are running
+    pid = os.fork()
+    if pid == 0:
+        code = 5
+        try:
+            y = np.zeros_like(x)
+            kernel(x, y)
+            want = (x * np.float32(2)).view(np.uint32)
+            code = 0 if np.array_equal(y.view(np.uint32), want) else 3
+        finally:
+            os._exit(code)
+    assert _wait(pid) == 0
