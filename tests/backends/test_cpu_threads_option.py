@@ -56,5 +56,5 @@ def test_cli_threads_is_a_usage_error(tmp_path, value):
                        env=dict(os.environ, PYTHONPATH=ROOT), cwd=ROOT, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == [
-        f"ninfer: error: threads must be a positive integer (or None for all CPUs), got {value}"]
+    (line,) = r.stderr.strip().splitlines()
+    assert "--threads" in line and f"{value} is not a positive integer" in line
