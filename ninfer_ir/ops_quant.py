@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from .ir import Operation
-from .opbase import (describe, index_operand, n_operands, n_results, order_attr, shaped)
+from .opbase import (ContractionOp, WritesDest, describe, index_operand, n_operands, n_results,
+                     order_attr, shaped)
 from .quant import QuantSchema, q4_k, q8_k
 from .types import BufferType, ScalarType, ShapedType, TensorType, dims_equal, f16, f32, u8
 
@@ -37,6 +38,10 @@ class QuantizeOp(Operation):
     """``quantize(values)``: f32[G,256] -> u8[G,292] Q8_K records (spec §4)."""
     name = "quantize"
 
+    @property
+    def values(self):
+        return self.operands[0]
+
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
             return None
@@ -56,9 +61,17 @@ class QuantizeOp(Operation):
             raise self.error(f"result G ({rg}) must equal the input's G ({g})")
 
 
-class QuantizedDotOp(Operation):
+class QuantizedDotOp(ContractionOp):
     """``quantized_dot(lhs, rhs)``: Q4_K u8[G,144] x Q8_K u8[G,292] -> rank-0 f32 (spec §3)."""
     name = "quantized_dot"
+
+    @property
+    def lhs(self):
+        return self.operands[0]
+
+    @property
+    def rhs(self):
+        return self.operands[1]
 
     def infer_types(self):
         return [TensorType(f32, ())]
@@ -81,13 +94,22 @@ class QuantizedDotOp(Operation):
 
 
 
-class QuantizeIntoOp(Operation):
+class QuantizeIntoOp(WritesDest, Operation):
     """``quantize_into(values, dst[, base])``: quantize written into a buffer (destination
     form). The optional ``base`` (index) is the record number of ``values``' first
     row within the whole quantization, so a ``DomainError`` names the same record when
     the passes quantize a fused input record by record."""
     name = "quantize_into"
     pure = False
+
+    @property
+    def values(self):
+        return self.operands[0]
+
+    @property
+    def base(self):
+        """The record base (an index value), or None."""
+        return self.operands[2] if len(self.operands) == 3 else None
 
     def verify_(self):
         if len(self.operands) not in (2, 3):
@@ -123,6 +145,22 @@ class DecodeOp(Operation):
     ``binary32(s32 * binary32(q))``. No validation of codes happens here: the producer
     established the code contract; the row geometry is checked at run time."""
     name = "decode"
+
+    @property
+    def packed(self):
+        return self.operands[0]
+
+    @property
+    def scales(self):
+        return self.operands[1]
+
+    @property
+    def count(self):
+        return self.operands[2]
+
+    @property
+    def format(self):
+        return self.attrs["format"]
 
     def verify_(self):
         n_operands(self, 3)
