@@ -62,6 +62,11 @@ class SumOrder:
             raise ValueError(f"SumOrder tree must be a bool, got {self.tree!r}")
         object.__setattr__(self, "tree", bool(self.tree))
 
+    @property
+    def is_seq(self) -> bool:
+        """Strict left to right (the default order)."""
+        return self.chunk is None and not self.tree
+
     # --- text ------------------------------------------------------------
 
     def __str__(self) -> str:
