@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp
 from ninfer_ir.types import BufferType, ScalarType, bf16, bool_

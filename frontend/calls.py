@@ -13,8 +13,8 @@ import numpy as np
 
 from ninfer_ir.ir import Value
 from ninfer_ir.quant import QuantSchema
-from ninfer_ir.semantics import cast as cast_values
-from ninfer_ir.semantics import to_python
+from ninfer_ir.numerics.semantics import cast as cast_values
+from ninfer_ir.numerics.semantics import to_python
 from ninfer_ir.types import (BufferType, ScalarType, ShapedType, TensorType, bool_, f32, f64,
                              i64, index)
 

@@ -93,7 +93,7 @@ class ConstantOp(ReadsNothing, Operation):
         elif t.is_int:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise self.error(f"a {t} constant needs an integer, got {describe(v)}")
-            from .semantics import int_range
+            from .numerics.semantics import int_range
             lo, hi = int_range(t)
             if not lo <= v <= hi:
                 raise self.error(f"{v} does not fit {t}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .ir import Operation
+from .numerics.decode import row_sizes
 from .opbase import (ContractionOp, WritesDest, describe, index_operand, n_operands, n_results,
                      order_attr, shaped)
 from .quant import QuantSchema, q4_k, q8_k
@@ -180,7 +181,7 @@ class DecodeOp(Operation):
         if isinstance(k, int):
             if k < 1:
                 raise self.error("a decoded row holds at least one element")
-            want_p, want_s = -(-k * fmt.bits // 8), -(-k // fmt.group)
+            want_p, want_s = row_sizes(fmt, k)
             if isinstance(p.shape[0], int) and p.shape[0] != want_p:
                 raise self.error(f"{k} {fmt.bits}-bit codes pack into {want_p} bytes, got {p}")
             if isinstance(s.shape[0], int) and s.shape[0] != want_s:

@@ -28,7 +28,7 @@ import math
 import numpy as np
 
 from ninfer_ir import ops as O
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.builder import Builder
 from ninfer_ir.ir import Operation
 from ninfer_ir.types import ScalarType, ShapedType, bf16, bool_, index

@@ -3,7 +3,7 @@ expressions, ordered folds and bounds checks."""
 from __future__ import annotations
 
 from ninfer_ir import ops as O
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.builder import Builder, region_with_block
 from ninfer_ir.types import ScalarType, ShapedType, index
 

@@ -28,7 +28,7 @@ __all__ = ["LOWERINGS", "identity"]
 
 def identity(e, kind: str, t: ScalarType) -> str:
     """The interpreter's value of an empty fold."""
-    from ninfer_ir import semantics
+    from ninfer_ir.numerics import semantics
     if kind == "add":
         return e.lib.constant(t, 0)
     if kind == "mul":

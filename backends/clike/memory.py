@@ -11,7 +11,7 @@ a bound symbol is checked against its run-time size (the interpreter's
 
 ``decode`` gives a lazy f32 row (``Decoded``): element ``k`` is computed where it is
 read (``load``, ``dot``, ``reduce``, ``copy``) by a per-format helper, exactly as
-``backends/interp/decode.py``: the ``b``-bit little-endian word at stream bits
+``ninfer_ir/numerics/decode.py``: the ``b``-bit little-endian word at stream bits
 ``[k*b, (k+1)*b)`` (a byte past the row reads as 0), its signed code, and
 ``binary32(s32 * binary32(q))`` with ``s32`` the group's binary16 scale.
 """

@@ -27,7 +27,7 @@ from string import Template
 
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.types import (ScalarType, bf16, bool_, f16, f32, f64, i64, index, u8, u16,
                              u32, u64)
 

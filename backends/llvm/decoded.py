@@ -2,7 +2,7 @@
 
 The row is never stored: its element ``k`` is computed where it is read (``load``,
 ``dot``, ``reduce``, ``copy``; any other consumer, such as a ``subview``, is refused
-with a ``VerifyError``), exactly as ``backends/interp/decode.py``: the ``b``-bit
+with a ``VerifyError``), exactly as ``ninfer_ir/numerics/decode.py``: the ``b``-bit
 little-endian word at stream bits ``[k*b, (k+1)*b)`` (two bytes read, the one past
 the row as 0), its signed code (two's complement, or ``u - offset``), and
 ``binary32(s32 * binary32(q))`` with ``s32`` the binary32 of the group's binary16

@@ -20,7 +20,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from ninfer_ir.semantics import int_range
+from ninfer_ir.numerics.semantics import int_range
 from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import ScalarType
 

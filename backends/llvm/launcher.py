@@ -82,8 +82,8 @@ _data_address = _choose_data_address()
 
 # The sources whose text decides the LLVM code emitted for a loop-level module: every
 # module of this package and the IR core modules the emitter reads.
-_GENERATOR_SOURCES = ("ir.py", "ops.py", "types.py", "quant.py", "semantics.py",
-                      "sumorder.py", "errors.py")
+_GENERATOR_SOURCES = ("ir.py", "ops.py", "opbase.py", "ops_quant.py", "types.py", "quant.py",
+                      "numerics/semantics.py", "numerics/folds.py", "sumorder.py", "errors.py")
 
 
 @lru_cache(maxsize=None)

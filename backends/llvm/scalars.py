@@ -30,7 +30,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.types import ScalarType, bf16, bool_, f16, f32, f64, i64, u64
 
 __all__ = ["reg_type", "mem_type", "constant", "const_int", "to_register", "to_memory",

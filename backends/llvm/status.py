@@ -81,7 +81,7 @@ class Guard:
 def error_for_status(status: int, nums, checks, guards) -> Exception:
     """The exception for a non-zero status (``checks``: check ops by id; ``guards``:
     the kernel's guard table; ``nums``: the error block's numbers)."""
-    from ninfer_ir.backends.interp.quantops import domain_error
+    from ninfer_ir.numerics.quantized import domain_error
     if status < 0:
         return RuntimeError(f"the thread pool failed to run a parallel loop (status {status})")
     ident, reason = status >> 3, status & 7

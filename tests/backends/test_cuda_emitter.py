@@ -37,7 +37,7 @@ from ninfer_ir.backends.cuda.launcher import CudaKernel, compile_module  # noqa:
 from ninfer_ir.backends.interp.interpreter import interpret  # noqa: E402
 from ninfer_ir.frontend.textual import parse  # noqa: E402
 from ninfer_ir import ops as O  # noqa: E402
-from ninfer_ir import semantics  # noqa: E402
+from ninfer_ir.numerics import semantics  # noqa: E402
 from ninfer_ir.errors import DomainError, TargetUnavailable, VerifyError  # noqa: E402
 from ninfer_ir.types import SCALARS  # noqa: E402
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ninfer_ir as I
-from ninfer_ir.backends.interp.decode import decode_row
+from ninfer_ir.numerics.decode import decode_row
 from ninfer_ir.backends.interp.eager import dot_values
 from ninfer_ir.backends.llvm.builtins import add_half_builtins
 from ninfer_ir.backends.llvm.jit import ISA_LEVELS, JITModule, host_target

@@ -19,9 +19,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ninfer_ir.errors import DomainError, VerifyError
-from ninfer_ir.quant import q4_k, q8_k
-from ninfer_ir.sumorder import SEQ, SumOrder
+from ..errors import DomainError, VerifyError
+from ..quant import q4_k, q8_k
+from ..sumorder import SEQ, SumOrder
 
 __all__ = [
     "REASON_NONFINITE_INPUT", "REASON_INVERSE_NOT_FINITE", "REASON_DS_NOT_FINITE",
