@@ -2,14 +2,13 @@
 op reads and writes, which ops may raise at run time, and when an index is provably in
 range.
 
-Memory model. A buffer's *root* is the function parameter or ``alloc`` it is a view of.
-Two roots may overlap unless one of them is an ``alloc`` (fresh memory) and they are not
-the same value. Tensor parameters are read-only inputs: no op writes them, and the
-calling convention keeps them apart from buffer parameters (inputs are never written).
+Memory model: ``ninfer_ir.alias`` (``root``, ``may_alias``). Tensor parameters are
+read-only inputs: no op writes them.
 """
 from __future__ import annotations
 
 from ninfer_ir import ops as O
+from ninfer_ir.alias import may_alias, root  # noqa: F401  (the passes' memory model)
 from ninfer_ir.ir import BlockArgument, FuncOp, Operation, OpResult, Value
 from ninfer_ir.types import BufferType, dims_equal, index
 
@@ -37,26 +36,6 @@ def is_fused(op: Operation) -> bool:
 
 
 # -- memory -----------------------------------------------------------------------
-
-def root(v: Value) -> Value:
-    """The parameter or alloc that a view chain starts from."""
-    while isinstance(v, OpResult) and isinstance(v.op, O.SubviewOp):
-        v = v.op.source
-    return v
-
-
-def _is_alloc(v: Value) -> bool:
-    return isinstance(v, OpResult) and isinstance(v.op, O.AllocOp)
-
-
-def may_alias(a: Value, b: Value) -> bool:
-    a, b = root(a), root(b)
-    if a is b:
-        return True
-    if _is_alloc(a) or _is_alloc(b):
-        return False
-    return True
-
 
 def reads(op: Operation) -> list[Value]:
     """Buffers whose elements ``op`` itself reads (not counting nested regions)."""
