@@ -8,7 +8,7 @@ read-only inputs: no op writes them.
 from __future__ import annotations
 
 from ninfer_ir import ops as O
-from ninfer_ir.alias import may_alias, root  # noqa: F401  (the passes' memory model)
+from ninfer_ir.alias import may_alias
 from ninfer_ir.ir import BlockArgument, FuncOp, Operation, OpResult, Value
 from ninfer_ir.types import BufferType, dims_equal, index
 

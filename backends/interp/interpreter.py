@@ -289,7 +289,7 @@ def _dtype(v):
 
 def _prep_dtype(op):
     t = _dtype(op.operands[-1])
-    if t is bf16 and getattr(op, "computes", True):
+    if t is bf16 and getattr(op, "computes", True):      # reduce and dot compute too
         raise VerifyError("bf16 values are only cast or bitcast; cast to f32 to compute", op)
     return t
 

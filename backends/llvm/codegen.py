@@ -109,7 +109,7 @@ def _lower_scalar(e: Emitter, op):
             raise no_lowering(op, f" on {v.type} (tensor-level elementwise ops are "
                                   f"lowered to loops by the passes)")
     t = op.operands[-1].type if op.operands else None
-    if t is bf16 and op.name not in ("select", "cast", "bitcast"):
+    if t is bf16 and op.computes:
         raise VerifyError("bf16 values are only cast or bitcast; cast to f32 to compute", op)
     return S.SCALAR_RULES[op.name](e.b, op, [e.value(v) for v in op.operands])
 

@@ -92,9 +92,9 @@ def fold_identity(kind: str, t):
     add, ``1`` for mul, ``+inf``/``-inf`` (floats) or the type's largest/smallest value
     (integers) for min/max."""
     if kind == "add":
-        return 0.0 if t.is_float else 0
+        return 0
     if kind == "mul":
-        return 1.0 if t.is_float else 1
+        return 1
     if t.is_float:
         return np.inf if kind == "min" else -np.inf
     lo, hi = semantics.int_range(t)
