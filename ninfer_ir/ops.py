@@ -312,7 +312,8 @@ def _make(dtype, shape):
 class ElementwiseOp(Operation):
     """Family root: element ``i`` of the result depends on element ``i`` of the operands."""
     arity = 2
-    #: which dtypes the op accepts: "any", "int" (integers and bool) or "num" (no bool)
+    #: which dtypes the op accepts: "any", "int" (integers and bool), "shift" (integers),
+    #: "num" (no bool) or "float"
     accepts = "any"
     #: the ``I.<name>`` call of the DSL and the eager API that makes this op, if any
     dsl_call: str | None = None
@@ -339,6 +340,8 @@ class ElementwiseOp(Operation):
             raise self.error(f"needs integer operands, got {dtype}")
         if self.accepts == "num" and dtype is bool_:
             raise self.error("needs numeric operands, got bool")
+        if self.accepts == "float" and not dtype.is_float:
+            raise self.error(f"needs float operands, got {dtype}")
 
 
 #: ``BinaryOp.identity`` / ``absorbing`` value meaning "all bits set" (-1, or true)
