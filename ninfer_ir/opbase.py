@@ -78,6 +78,23 @@ def order_attr(op):
         raise op.error(f"bad summation order: {e}") from None
 
 
+# -- named accessors -------------------------------------------------------------------
+
+def operand_at(k: int) -> property:
+    """A read-only accessor for operand ``k`` (``lhs = operand_at(0)``)."""
+    return property(lambda self: self.operands[k])
+
+
+def operands_from(k: int) -> property:
+    """A read-only accessor for the operands from ``k`` on (a new list)."""
+    return property(lambda self: self.operands[k:])
+
+
+def attribute(key: str) -> property:
+    """A read-only accessor for the attribute ``key``."""
+    return property(lambda self: self.attrs[key])
+
+
 # -- traits shared by op classes of several files -----------------------------------
 
 class ReadsNothing:

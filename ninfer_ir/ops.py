@@ -27,9 +27,9 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from .ir import Operation
-from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, describe, index_operand,
-                     n_operands, n_results, no_bf16, order_attr, scalar, shaped,
-                     shapes_compatible)
+from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, attribute, describe,
+                     index_operand, n_operands, n_results, no_bf16, operand_at, operands_from,
+                     order_attr, scalar, shaped, shapes_compatible)
 from .ops_quant import DecodeOp, QuantizedDotOp, QuantizeIntoOp, QuantizeOp
 from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal, index)
 
@@ -51,9 +51,7 @@ class IndexedOp(Operation):
     ``source`` is the tensor or buffer indexed; ``index_pairs()`` gives
     ``[(axis, index value)]``."""
 
-    @property
-    def source(self):
-        return self.operands[0]
+    source = operand_at(0)
 
     def index_pairs(self) -> list:
         return list(enumerate(self.indices))
@@ -71,9 +69,7 @@ class ReturnOp(TerminatorOp):
 class ConstantOp(ReadsNothing, Operation):
     name = "constant"
 
-    @property
-    def value(self):
-        return self.attrs["value"]
+    value = attribute("value")
 
     def verify_(self):
         n_operands(self, 0)
@@ -104,13 +100,8 @@ class ConstantOp(ReadsNothing, Operation):
 class DimOp(ReadsNothing, Operation):
     name = "dim"
 
-    @property
-    def source(self):
-        return self.operands[0]
-
-    @property
-    def axis(self) -> int:
-        return self.attrs["axis"]
+    source = operand_at(0)
+    axis = attribute("axis")
 
     def infer_types(self):
         return [index]
@@ -205,9 +196,7 @@ class LoadOp(IndexedOp):
     """One element of a tensor/buffer (all indices given); a rank-0 tensor loads its value."""
     name = "load"
 
-    @property
-    def indices(self):
-        return self.operands[1:]
+    indices = operands_from(1)
 
     def infer_types(self):
         src = self.operands[0].type if self.operands else None
@@ -227,19 +216,10 @@ class StoreOp(ReadsNothing, IndexedOp):
     name = "store"
     pure = False
 
-    @property
-    def value(self):
-        return self.operands[0]
-
-    @property
-    def dest(self):
-        return self.operands[1]
-
+    value = operand_at(0)
+    dest = operand_at(1)
     source = dest
-
-    @property
-    def indices(self):
-        return self.operands[2:]
+    indices = operands_from(2)
 
     def memory_writes(self) -> list:
         return [self.dest]
@@ -264,9 +244,7 @@ class CopyOp(WritesDest, Operation):
     name = "copy"
     pure = False
 
-    @property
-    def source(self):
-        return self.operands[0]
+    source = operand_at(0)
 
     def verify_(self):
         n_operands(self, 2)
@@ -361,13 +339,8 @@ class BinaryOp(ElementwiseOp):
     idempotent = False
     self_inverse = False
 
-    @property
-    def lhs(self):
-        return self.operands[0]
-
-    @property
-    def rhs(self):
-        return self.operands[1]
+    lhs = operand_at(0)
+    rhs = operand_at(1)
 
 
 def _binary(opname, accepts="num", doc="", **hooks):
@@ -400,9 +373,7 @@ class UnaryOp(ElementwiseOp):
     accepts = "num"
     involution = False
 
-    @property
-    def operand(self):
-        return self.operands[0]
+    operand = operand_at(0)
 
 
 class NegOp(UnaryOp):
@@ -429,17 +400,9 @@ class CmpOp(ElementwiseOp):
     """Comparison; floats compare ordered (any NaN gives false, except ``ne``)."""
     name = "cmp"
 
-    @property
-    def lhs(self):
-        return self.operands[0]
-
-    @property
-    def rhs(self):
-        return self.operands[1]
-
-    @property
-    def pred(self) -> str:
-        return self.attrs["pred"]
+    lhs = operand_at(0)
+    rhs = operand_at(1)
+    pred = attribute("pred")
 
     def _result_dtype(self, dtype):
         return bool_
@@ -457,17 +420,9 @@ class SelectOp(ElementwiseOp):
     arity = 3
     computes = False
 
-    @property
-    def cond(self):
-        return self.operands[0]
-
-    @property
-    def true_value(self):
-        return self.operands[1]
-
-    @property
-    def false_value(self):
-        return self.operands[2]
+    cond = operand_at(0)
+    true_value = operand_at(1)
+    false_value = operand_at(2)
 
     def infer_types(self):
         if len(self.operands) != 3:
@@ -492,13 +447,8 @@ class CastOp(ElementwiseOp):
     arity = 1
     computes = False
 
-    @property
-    def source(self):
-        return self.operands[0]
-
-    @property
-    def to(self):
-        return self.attrs["to"]
+    source = operand_at(0)
+    to = attribute("to")
 
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.attrs.get("to"), ScalarType):
@@ -539,13 +489,8 @@ class ReduceOp(ContractionOp):
     """Reduce the last axis (``kind`` add/mul/min/max; floats in the declared ``order``)."""
     name = "reduce"
 
-    @property
-    def source(self):
-        return self.operands[0]
-
-    @property
-    def kind(self) -> str:
-        return self.attrs["kind"]
+    source = operand_at(0)
+    kind = attribute("kind")
 
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
@@ -571,13 +516,8 @@ class DotOp(ContractionOp):
     """The ordinary contraction: sum of R(a[i]*b[i]) over two 1-D float vectors, in ``order``."""
     name = "dot"
 
-    @property
-    def lhs(self):
-        return self.operands[0]
-
-    @property
-    def rhs(self):
-        return self.operands[1]
+    lhs = operand_at(0)
+    rhs = operand_at(1)
 
     def infer_types(self):
         if len(self.operands) != 2 or not isinstance(self.operands[0].type, ShapedType):
@@ -613,21 +553,10 @@ class ForOp(RegionOp):
     loop whose iterations are independent (no carried values)."""
     name = "for"
 
-    @property
-    def lower(self):
-        return self.operands[0]
-
-    @property
-    def upper(self):
-        return self.operands[1]
-
-    @property
-    def step(self):
-        return self.operands[2]
-
-    @property
-    def inits(self):
-        return self.operands[3:]
+    lower = operand_at(0)
+    upper = operand_at(1)
+    step = operand_at(2)
+    inits = operands_from(3)
 
     @property
     def iv(self):
@@ -673,9 +602,7 @@ class IfOp(RegionOp):
     """``if(cond)`` with a then and an else region, each ending in ``yield``."""
     name = "if"
 
-    @property
-    def cond(self):
-        return self.operands[0]
+    cond = operand_at(0)
 
     @property
     def then_block(self):
@@ -716,9 +643,7 @@ class AllocOp(ReadsNothing, Operation):
     name = "alloc"
     pure = False
 
-    @property
-    def sizes(self):
-        return self.operands
+    sizes = operands_from(0)
 
     def verify_(self):
         n_results(self, 1)
@@ -735,9 +660,7 @@ class DeallocOp(ReadsNothing, Operation):
     name = "dealloc"
     pure = False
 
-    @property
-    def buffer(self):
-        return self.operands[0]
+    buffer = operand_at(0)
 
     def memory_writes(self) -> list:
         return [self.buffer]
@@ -755,13 +678,8 @@ class CheckOp(ReadsNothing, Operation):
     name = "check"
     pure = False
 
-    @property
-    def cond(self):
-        return self.operands[0]
-
-    @property
-    def message(self) -> str:
-        return self.attrs["message"]
+    cond = operand_at(0)
+    message = attribute("message")
 
     def verify_(self):
         n_operands(self, 1)

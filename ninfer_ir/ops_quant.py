@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from .ir import Operation
 from .numerics.decode import row_sizes
-from .opbase import (ContractionOp, WritesDest, describe, index_operand, n_operands, n_results,
-                     order_attr, shaped)
+from .opbase import (ContractionOp, WritesDest, attribute, describe, index_operand, n_operands,
+                     n_results, operand_at, order_attr, shaped)
 from .quant import QuantSchema, q4_k, q8_k
 from .types import BufferType, ScalarType, ShapedType, TensorType, dims_equal, f16, f32, u8
 
@@ -39,9 +39,7 @@ class QuantizeOp(Operation):
     """``quantize(values)``: f32[G,256] -> u8[G,292] Q8_K records (spec §4)."""
     name = "quantize"
 
-    @property
-    def values(self):
-        return self.operands[0]
+    values = operand_at(0)
 
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
@@ -66,13 +64,8 @@ class QuantizedDotOp(ContractionOp):
     """``quantized_dot(lhs, rhs)``: Q4_K u8[G,144] x Q8_K u8[G,292] -> rank-0 f32 (spec §3)."""
     name = "quantized_dot"
 
-    @property
-    def lhs(self):
-        return self.operands[0]
-
-    @property
-    def rhs(self):
-        return self.operands[1]
+    lhs = operand_at(0)
+    rhs = operand_at(1)
 
     def infer_types(self):
         return [TensorType(f32, ())]
@@ -103,9 +96,7 @@ class QuantizeIntoOp(WritesDest, Operation):
     name = "quantize_into"
     pure = False
 
-    @property
-    def values(self):
-        return self.operands[0]
+    values = operand_at(0)
 
     @property
     def base(self):
@@ -147,21 +138,10 @@ class DecodeOp(Operation):
     established the code contract; the row geometry is checked at run time."""
     name = "decode"
 
-    @property
-    def packed(self):
-        return self.operands[0]
-
-    @property
-    def scales(self):
-        return self.operands[1]
-
-    @property
-    def count(self):
-        return self.operands[2]
-
-    @property
-    def format(self):
-        return self.attrs["format"]
+    packed = operand_at(0)
+    scales = operand_at(1)
+    count = operand_at(2)
+    format = attribute("format")
 
     def verify_(self):
         n_operands(self, 3)

@@ -294,11 +294,15 @@ def _prep_dtype(op):
     return t
 
 
-def _binary(run, step, vals):
+def _pair(step, vals):
     a, b = vals
     if a.ndim and b.ndim and a.shape != b.shape:
         _same_shape(step.op, a, b)
-    return semantics.binary(step.op.name, a, b, step.data)
+    return a, b
+
+
+def _binary(run, step, vals):
+    return semantics.binary(step.op.name, *_pair(step, vals), step.data)
 
 
 def _unary(run, step, vals):
@@ -308,10 +312,7 @@ def _unary(run, step, vals):
 
 
 def _cmp(run, step, vals):
-    a, b = vals
-    if a.ndim and b.ndim and a.shape != b.shape:
-        _same_shape(step.op, a, b)
-    return semantics.compare(step.op.pred, a, b, step.data)
+    return semantics.compare(step.op.pred, *_pair(step, vals), step.data)
 
 
 def _select(run, step, vals):
