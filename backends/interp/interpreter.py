@@ -49,7 +49,7 @@ from ninfer_ir import ops as O
 from ninfer_ir.errors import DomainError, VerifyError
 from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import ScalarType, ShapedType, bf16, f64, i64, u64
-from ninfer_ir.numerics import quantized, semantics
+from ninfer_ir.numerics import domain, quantized, semantics
 from ninfer_ir.numerics.decode import check_row, decode_row
 from ninfer_ir.numerics.folds import dot_values, reduce_values
 from ninfer_ir.verifier import verify_func
@@ -165,8 +165,7 @@ def _check_results(step, env):
                     ok = False
                     break
         if not ok:
-            raise VerifyError(f"a result is {got.dtype}[{','.join(map(str, shape))}] at run "
-                              f"time, which contradicts its declared type {t}", step.op)
+            raise domain.result_type(got.dtype, shape, t, step.op)
 
 
 def _results(step, values):
@@ -197,15 +196,11 @@ def _dim(run, step, vals):
     return np.asarray(vals[0].shape[step.op.attrs["axis"]], dtype=_INDEX)
 
 
-def _bad_index(op, i, axis, n):
-    return DomainError(f"'{op.name}': index {i} is out of range for axis {axis} of size {n}")
-
-
 def _indices(op, arr, raw):
     idx = tuple(int(v) for v in raw)
     for axis, (i, n) in enumerate(zip(idx, arr.shape)):
         if not 0 <= i < n:
-            raise _bad_index(op, i, axis, n)
+            raise domain.bad_index(op.name, i, axis, n)
     return idx
 
 
@@ -220,15 +215,13 @@ def _subview(run, step, vals):
             i = int(vals[k])
             k += 1
             if not 0 <= i < n:
-                raise _bad_index(op, i, axis, n)
+                raise domain.bad_index(op.name, i, axis, n)
             key.append(i)
         elif code == "r":
             start, stop, stride = int(vals[k]), int(vals[k + 1]), int(vals[k + 2])
             k += 3
             if stride < 1 or not 0 <= start <= stop <= n:
-                raise DomainError(f"'{op.name}': range ({start}, {stop}, {stride}) is out of "
-                                  f"bounds for axis {axis} of size {n} (needs 0 <= start <= "
-                                  f"stop <= {n} and step >= 1)")
+                raise domain.bad_range(op.name, start, stop, stride, axis, n)
             key.append(slice(start, stop, stride))
         else:
             key.append(slice(None))
@@ -258,8 +251,7 @@ def _same_shape(op, *arrays):
 def _copy(run, step, vals):
     src, dst = vals
     if src.shape != dst.shape:
-        raise DomainError(f"'copy': cannot copy shape {list(src.shape)} into "
-                          f"{list(dst.shape)}")
+        raise domain.copy_shapes(src.shape, dst.shape)
     np.copyto(dst, src)
 
 
@@ -271,7 +263,7 @@ def _alloc(run, step, vals):
         if not isinstance(d, int):
             d = int(next(sizes))
             if d < 0:
-                raise DomainError(f"'alloc': negative size {d} for {t}")
+                raise domain.negative_alloc(d, t)
         shape.append(d)
     return np.zeros(shape, dtype=t.dtype.np_dtype)
 
@@ -341,7 +333,7 @@ def _reduce(run, step, vals):
 def _dot(run, step, vals):
     a, b = vals
     if a.shape != b.shape:
-        raise DomainError(f"'dot': vector lengths {a.shape[0]} and {b.shape[0]} differ")
+        raise domain.dot_lengths(a.shape[0], b.shape[0])
     t, order = step.data
     return dot_values(a, b, t, order)
 
@@ -356,7 +348,7 @@ def _prep_fold(op):
 
 def _records_match(op, a, b, what):
     if a.shape[0] != b.shape[0]:
-        raise DomainError(f"'{op.name}': {what} hold {a.shape[0]} and {b.shape[0]} records")
+        raise domain.record_counts(op.name, what, a.shape[0], b.shape[0])
 
 
 def _quantize(run, step, vals):
@@ -387,7 +379,7 @@ def _decode(run, step, vals):
     k = int(k)
     problem = check_row(packed, scales, fmt, k)
     if problem:
-        raise DomainError(f"'decode': {problem}")
+        raise domain.decode_row(problem)
     return decode_row(packed, scales, fmt, k)
 
 
@@ -401,7 +393,7 @@ def _check(run, step, vals):
 def _for(run, step, vals):
     lb, ub, stride = int(vals[0]), int(vals[1]), int(vals[2])
     if stride == 0:
-        raise DomainError("'for': step is 0")
+        raise domain.zero_step()
     carried = vals[3:]
     body = step.blocks[0]
     block = run.block

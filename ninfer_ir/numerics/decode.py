@@ -41,8 +41,13 @@ def check_row(packed, scales, fmt, k) -> str | None:
     if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1 \
             and (packed.shape[0], scales.shape[0]) == row_sizes(fmt, int(k)):
         return None
-    return (f"{packed.shape[0]} packed bytes and {scales.shape[0]} scales do not hold one "
-            f"{fmt.name} row of {k!r} elements")
+    return row_mismatch(packed.shape[0], scales.shape[0], fmt, k)
+
+
+def row_mismatch(n_packed, n_scales, fmt, k) -> str:
+    """The words of a row geometry that does not fit."""
+    return (f"{n_packed} packed bytes and {n_scales} scales do not hold one {fmt.name} row "
+            f"of {k!r} elements")
 
 
 def decode_row(packed, scales, fmt, k: int) -> np.ndarray:
