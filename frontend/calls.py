@@ -114,8 +114,8 @@ def decode(lw, node, fname):
 def _symbol_of(v):
     """The shape symbol a ``dim`` op reads (``x.shape[0]`` of ``f32[K]`` -> "K")."""
     op = getattr(v, "op", None)
-    if op is not None and op.name == "dim":
-        return op.operands[0].type.shape[op.attrs["axis"]]
+    if isinstance(op, O.DimOp):
+        return op.source.type.shape[op.axis]
     return None
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from .ir import Operation
+from .numerics.semantics import int_range
 from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, attribute, describe,
                      index_operand, n_operands, n_results, no_bf16, operand_at, operands_from,
                      order_attr, scalar, shaped, shapes_compatible)
@@ -89,7 +90,6 @@ class ConstantOp(ReadsNothing, Operation):
         elif t.is_int:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise self.error(f"a {t} constant needs an integer, got {describe(v)}")
-            from .numerics.semantics import int_range
             lo, hi = int_range(t)
             if not lo <= v <= hi:
                 raise self.error(f"{v} does not fit {t}")

@@ -186,7 +186,7 @@ class CLikeEmitter:
         would not run for an empty inner loop), after which the caller rolls back."""
         trips = []
         for loop in chain:
-            lb, ub, st = (self.value(v) for v in loop.operands[:3])
+            lb, ub, st = (self.value(v) for v in (loop.lower, loop.upper, loop.step))
             self.step_guard(loop, st)
             trips.append(self.fresh("nq_n"))
             self.line(f"const nq_i64 {trips[-1]} = {folds.trip(self.lib)}({lb}, {ub}, {st});")
@@ -204,7 +204,7 @@ class CLikeEmitter:
                 inner = " * ".join(trips[j + 1:])
                 expr = f"{k} / ({inner})" if inner else k
                 self.line(f"const nq_i64 {kj} = {expr}" + (f" % {trips[j]};" if j else ";"))
-            lb, ub, st = (self.value(v) for v in loop.operands[:3])
+            lb, ub, st = (self.value(v) for v in (loop.lower, loop.upper, loop.step))
             iv = self.fresh(loop.body.args[0].name_hint or "i")
             self.line(f"const nq_i64 {iv} = {_iv(lb, kj, st)};")
             self.values[loop.body.args[0]] = iv

@@ -85,9 +85,9 @@ def nest(op) -> list:
         if not all(isinstance(o, RECOMPUTABLE) and not isinstance(o, O.AllocOp)
                    for o in body[:-1]):
             return chain
-        if any(_defined_in(op, v) for v in inner.operands[:3]):
+        if any(_defined_in(op, v) for v in (inner.lower, inner.upper, inner.step)):
             return chain
-        step = getattr(inner.operands[2], "op", None)
+        step = getattr(inner.step, "op", None)
         if not (isinstance(step, O.ConstantOp) and step.attrs["value"] > 0):
             return chain
         chain.append(inner)

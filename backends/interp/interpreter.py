@@ -179,7 +179,7 @@ def _results(step, values):
 
 def _prep_constant(op):
     t = op.result.type
-    v = op.attrs["value"]
+    v = op.value
     if t.is_float and isinstance(v, int):
         src = i64 if -(1 << 63) <= v < (1 << 63) else u64
         return semantics.cast(np.asarray(v, dtype=src.np_dtype), src, t)
@@ -193,7 +193,7 @@ def _constant(run, step, vals):
 
 
 def _dim(run, step, vals):
-    return np.asarray(vals[0].shape[step.op.attrs["axis"]], dtype=_INDEX)
+    return np.asarray(vals[0].shape[step.op.axis], dtype=_INDEX)
 
 
 def _indices(op, arr, raw):
@@ -209,7 +209,7 @@ def _subview(run, step, vals):
     src = vals[0]
     key = []
     k = 1
-    for axis, code in enumerate(op.attrs["axes"]):
+    for axis, code in enumerate(op.axes()):
         n = src.shape[axis]
         if code == "i":
             i = int(vals[k])

@@ -346,7 +346,7 @@ def _unary_rule(b, op, args):
 
 
 def _cmp_rule(b, op, args):
-    return compare(b, op.attrs["pred"], _operand_dtype(op), *args)
+    return compare(b, op.pred, _operand_dtype(op), *args)
 
 
 def _select_rule(b, op, args):
@@ -354,15 +354,15 @@ def _select_rule(b, op, args):
 
 
 def _cast_rule(b, op, args):
-    return cast(b, args[0], op.operands[0].type, op.attrs["to"])
+    return cast(b, args[0], op.source.type, op.to)
 
 
 def _bitcast_rule(b, op, args):
-    return bitcast(b, args[0], op.operands[0].type, op.attrs["to"])
+    return bitcast(b, args[0], op.source.type, op.to)
 
 
 def _constant_rule(b, op, args):
-    return constant(op.result.type, op.attrs["value"])
+    return constant(op.result.type, op.value)
 
 
 SCALAR_RULES = {name: _binary_rule for name in BINARY}
