@@ -455,16 +455,18 @@ class CastOp(ElementwiseOp):
             return None
         t = self.operands[0].type
         to = self.attrs["to"]
-        return [t.with_dtype(to) if isinstance(t, ShapedType) else to]
+        return [TensorType(to, t.shape) if isinstance(t, ShapedType) else to]
 
     def verify_(self):
         n_operands(self, 1)
+        n_results(self, 1)
         attr(self, "to", ScalarType, "a dtype")
         t = self.operands[0].type
-        if isinstance(t, BufferType):
-            raise self.error("cast takes a tensor or scalar value, not a buffer")
-        if not isinstance(t, (ScalarType, TensorType)):
+        if not isinstance(t, (ScalarType, ShapedType)):
             raise self.error(f"cannot cast {t}")
+        if isinstance(self.result.type, BufferType):
+            raise self.error(f"the result of a cast is a value, not a buffer: "
+                             f"{self.result.type}")
 
 
 class BitcastOp(CastOp):

@@ -1,7 +1,7 @@
 """Regenerates ``docs/passes.md`` from the real ``print_after="all"`` output.
 
-    python -m passes._docgen          # rewrites docs/passes.md
-    python -m passes._docgen --check  # exit status 1 when the file is out of date
+    python -m ninfer_ir.passes._docgen          # rewrites docs/passes.md
+    python -m ninfer_ir.passes._docgen --check  # exit status 1 when the file is out of date
 """
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ starts with `pass '<name>':`.
 
 | # | pass | why here |
 |---|---|---|
-| 1 | `canonicalize` | fold constants with `ninfer_ir.semantics` and apply exact identities first, so the analyses see plain values |
+| 1 | `canonicalize` | fold constants with `ninfer_ir.numerics.semantics` and apply exact identities first, so the analyses see plain values |
 | 2 | `cse` | one op per expression: two `quantize` of one input become one, before anything decides buffers |
 | 3 | `licm` | hoist loop-invariant ops (a `quantize` written in the row loop) before fusion and buffers are decided |
 | 4 | `dce` | drop what folding, merging and hoisting left unused |

@@ -1,7 +1,7 @@
 """``canonicalize``: constant folding and algebraic identities that are exact.
 
 Folding evaluates an op whose operands are all constants with the scalar-semantics
-table (``ninfer_ir.semantics``), the same rules the interpreter runs. A result that is
+table (``ninfer_ir.numerics.semantics``), the same rules the interpreter runs. A result that is
 a NaN is not folded (a constant prints as ``nan`` and would lose its sign and
 payload bits), and nothing involving ``bf16`` words is folded.
 

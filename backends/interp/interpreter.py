@@ -252,6 +252,8 @@ def _copy(run, step, vals):
     src, dst = vals
     if src.shape != dst.shape:
         raise domain.copy_shapes(src.shape, dst.shape)
+    if np.may_share_memory(dst, src):
+        src = src.copy()             # value semantics: read every element before any write
     np.copyto(dst, src)
 
 
@@ -434,7 +436,7 @@ _PREPARE.update({O.ReduceOp: _prep_fold, O.DotOp: _prep_fold, O.ConstantOp: _pre
 
 def _resolve(obj, func_name):
     if isinstance(obj, str):
-        from ninfer_ir import parse
+        from ninfer_ir.frontend.textual import parse
         obj = parse(obj)
     if isinstance(obj, FuncOp):
         if func_name is not None and func_name != obj.sym_name:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ..errors import DomainError, VerifyError
 
-__all__ = ["bad_index", "bad_range", "zero_step", "negative_alloc", "copy_shapes",
+__all__ = ["bad_index", "bad_range", "zero_step", "negative_alloc", "copy_size_message",
+           "copy_shapes",
            "dot_lengths", "record_counts", "decode_row", "result_type"]
 
 
@@ -28,8 +29,15 @@ def negative_alloc(size, t) -> DomainError:
     return DomainError(f"'alloc': negative size {size} for {t}")
 
 
+def copy_size_message(axis: int) -> str:
+    """The run-time error of a ``copy`` whose source and destination sizes differ, first
+    on ``axis``: the interpreter, the checks ``lower`` places and the backends say this."""
+    return f"'copy': cannot copy shape: source and destination sizes differ on axis {axis}"
+
+
 def copy_shapes(src_shape, dst_shape) -> DomainError:
-    return DomainError(f"'copy': cannot copy shape {list(src_shape)} into {list(dst_shape)}")
+    axis = next((a for a, (m, n) in enumerate(zip(src_shape, dst_shape)) if m != n), 0)
+    return DomainError(copy_size_message(axis))
 
 
 def dot_lengths(a, b) -> DomainError:

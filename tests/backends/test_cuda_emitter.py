@@ -403,7 +403,7 @@ def test_host_c_argument_errors_are_the_interpreters():
 
 
 def test_host_c_wide_numerics_against_the_semantics_table():
-    """Large random inputs (all f16/bf16 words) against ``ninfer_ir.semantics`` itself."""
+    """Large random inputs (all f16/bf16 words) against ``ninfer_ir.numerics.semantics`` itself."""
     rng = np.random.default_rng(7)
     for s in ("f16", "bf16", "f32", "f64"):
         st = SCALARS[s]

@@ -1,11 +1,12 @@
-"""The status word of compiled kernels and the errors it stands for.
+"""The ABI every compiled target shares: the status word of a kernel, its guard table and
+the errors they stand for (the argument binding is ``backends/signature.py``).
 
 A kernel returns an ``i64`` status: 0 on success, otherwise ``id * 8 + reason``:
 
 =======  ==========================================================================
 reason   meaning (``id``)
 =======  ==========================================================================
-1..4     ``quantize_into`` failed on record ``id`` (reasons of ``quantops``)
+1..4     ``quantize_into`` failed on record ``id`` (reasons of ``numerics.quantized``)
 5        the ``check`` op number ``id`` (walk order over the function) was false
 6        a run-time guard the emitter inserted failed; ``id`` indexes the kernel's
          guard table, and the guard wrote the numbers for its message into the
