@@ -132,7 +132,8 @@ def nonnegative(i) -> bool:
 
 
 def check_index(b: Builder, dims, op_name: str, shaped, axis: int, i) -> None:
-    """``check(0 <= i < dim)`` unless it provably holds."""
+    """``check(0 <= i < dim)`` unless it provably holds; the message carries ``i`` and
+    ``dim`` as the interpreter's does."""
     if in_range(i, shaped, axis):
         return
     d = dims.value(b, shaped, axis)
@@ -140,10 +141,9 @@ def check_index(b: Builder, dims, op_name: str, shaped, axis: int, i) -> None:
     if not nonnegative(i):
         c0 = b.constant(0, index, name="c0")
         ok = b.value("and", b.value("cmp", i, c0, pred="ge"), ok)
-    size = shaped.type.shape[axis]
-    shown = "?" if size is None else size
-    b.create("check", [ok], {"message": f"'{op_name}': index out of range for axis {axis} "
-                                       f"of size {shown}"}, result_types=[])
+    b.create("check", [ok, i, d], {"message": f"'{op_name}': index {{0}} is out of range "
+                                             f"for axis {axis} of size {{1}}"},
+             result_types=[])
 
 
 def check_range(b: Builder, dims, shaped, axis: int, start, stop, step) -> None:
@@ -162,19 +162,26 @@ def check_range(b: Builder, dims, shaped, axis: int, start, stop, step) -> None:
     ok = conds[0]
     for c in conds[1:]:
         ok = b.value("and", ok, c)
-    shown = "?" if d is None else d
-    b.create("check", [ok], {"message": f"'subview': range out of bounds for axis {axis} "
-                                       f"of size {shown} (needs 0 <= start <= stop <= "
-                                       f"{shown} and step >= 1)"}, result_types=[])
+    b.create("check", [ok, start, stop, step, dv],
+             {"message": f"'subview': range ({{0}}, {{1}}, {{2}}) is out of bounds for axis "
+                         f"{axis} of size {{3}} (needs 0 <= start <= stop <= {{3}} and "
+                         f"step >= 1)"}, result_types=[])
 
 
-def check_same_dim(b: Builder, dims, a, b_val, axis: int) -> None:
-    da, db = a.type.shape[axis], b_val.type.shape[axis]
-    if da is not None and da == db:
+def check_same_shape(b: Builder, dims, src, dst) -> None:
+    """``check`` that ``src`` and ``dst`` have one shape at run time, unless their types
+    show it; the message lists both shapes as the interpreter's ``copy`` does."""
+    rank = src.type.rank
+    if all(da is not None and da == db for da, db in zip(src.type.shape, dst.type.shape)):
         return
-    x, y = dims.value(b, a, axis), dims.value(b, b_val, axis)
-    ok = b.value("cmp", x, y, pred="eq")
-    b.create("check", [ok], {"message": f"'copy': shapes differ at run time on axis {axis}"},
+    xs = [dims.value(b, src, a) for a in range(rank)]
+    ys = [dims.value(b, dst, a) for a in range(rank)]
+    ok = None
+    for x, y in zip(xs, ys):
+        eq = b.value("cmp", x, y, pred="eq")
+        ok = eq if ok is None else b.value("and", ok, eq)
+    shown = ", ".join(f"{{{k}}}" for k in range(rank))
+    shown2 = ", ".join(f"{{{rank + k}}}" for k in range(rank))
+    b.create("check", [ok, *xs, *ys],
+             {"message": f"'copy': cannot copy shape [{shown}] into [{shown2}]"},
              result_types=[])
-
-

@@ -458,7 +458,9 @@ class CLikeEmitter:
     def lower_check(self, op):
         from ninfer_ir.backends.llvm.status import REASON_CHECK
         cid = self.plan.checks.index(op)
-        self.line(f"if (!{self.value(op.operands[0])}) {self.fail_stmt(str(cid * 8 + REASON_CHECK))}")
+        nums = [self.value(v) for v in op.nums]
+        self.line(f"if (!{self.value(op.operands[0])}) "
+                  f"{self.fail_stmt(str(cid * 8 + REASON_CHECK), nums)}")
 
 
 def _iv(lb, k, st) -> str:

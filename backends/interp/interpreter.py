@@ -385,7 +385,7 @@ def _decode(run, step, vals):
 
 def _check(run, step, vals):
     if not bool(vals[0]):
-        raise DomainError(step.op.attrs["message"])
+        raise DomainError(step.op.format([int(v) for v in vals[1:]]))
 
 
 # --- rules: structured control flow ---------------------------------------------------

@@ -100,7 +100,8 @@ def _lower_if(e: Emitter, op):
 
 def _lower_check(e: Emitter, op):
     cid = e.kernel.checks.index(op)
-    e.fail_if(e.b.not_(e.value(op.operands[0])), cid * 8 + REASON_CHECK)
+    e.fail_if(e.b.not_(e.value(op.operands[0])), cid * 8 + REASON_CHECK,
+              [e.value(v) for v in op.nums])
 
 
 def _lower_scalar(e: Emitter, op):
