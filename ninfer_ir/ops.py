@@ -14,6 +14,7 @@ from .ir import Operation
 from .opbase import (attr, describe, index_operand, n_operands, n_results, no_bf16,
                      order_attr, scalar, shaped, shapes_compatible)
 from .ops_quant import DecodeOp, QuantizedDotOp, QuantizeIntoOp, QuantizeOp
+from .ops_select import KernelCallOp
 from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal, index)
 
 # -- functions and constants ---------------------------------------------------
@@ -566,5 +567,5 @@ OPS = MappingProxyType({cls.name: cls for cls in (
     AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp, XorOp, ShlOp, ShrOp,
     NegOp, AbsOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
     QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,
-    CheckOp, DecodeOp,
+    CheckOp, DecodeOp, KernelCallOp,
 )})

@@ -111,6 +111,8 @@ starts with `pass '<name>':`.
 | 6 | `materialize` | give every remaining tensor a buffer, a lifetime and, where possible, a reused buffer |
 | 7 | `lower` | loops of scalar ops, `quantize_into`, output parameters, bounds checks |
 | 8-11 | `canonicalize`, `cse`, `licm`, `dce` | tidy what lowering produced: fold one-trip loops and index arithmetic, share constants and `dim`s, hoist per-row invariants (the guard of a fold) out of the loops |
+| 12 | `parallelize` | (cuda only) mark loops whose iterations are independent as parallel |
+| 12/13 | `select` | last, on the final loops: wrap each loop a library kernel of the target computes in `kernel_call {kernel = "..."}` (the region stays its meaning), and record for every loop which kernel it got or why none (`Report.remarks`, `ninfer ir --remarks`) |
 
 Each pass checks its own preconditions: `fuse` and `materialize` refuse IR that already
 has `alloc`/`dealloc`/`quantize_into`; `lower` refuses a tensor that has no buffer

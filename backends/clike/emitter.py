@@ -455,6 +455,10 @@ class CLikeEmitter:
         self.close("}")
         return [_wrap(r.type, n) for r, n in zip(op.results, names)]
 
+    def lower_kernel_call(self, op):
+        """The C-like targets have no library kernels: the loop the call stands for."""
+        self.block(op.regions[0].block)
+
     def lower_check(self, op):
         from ninfer_ir.backends.llvm.status import REASON_CHECK
         cid = self.plan.checks.index(op)
@@ -485,6 +489,7 @@ def _scalar_of(e, op, x):
 
 RULES = {cls: CLikeEmitter.lower_scalar for cls in SCALAR_OPS}
 RULES.update({O.ConstantOp: CLikeEmitter.lower_constant, O.ForOp: CLikeEmitter.lower_for,
-              O.IfOp: CLikeEmitter.lower_if, O.CheckOp: CLikeEmitter.lower_check})
+              O.IfOp: CLikeEmitter.lower_if, O.CheckOp: CLikeEmitter.lower_check,
+              O.KernelCallOp: CLikeEmitter.lower_kernel_call})
 RULES.update(memory.LOWERINGS)
 RULES.update(contractions.LOWERINGS)

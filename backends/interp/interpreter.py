@@ -407,6 +407,11 @@ def _if(run, step, vals):
     return _results(step, run.block(branch, ()))
 
 
+def _kernel_call(run, step, vals):
+    """A library kernel's call means its region: the loop it stands for."""
+    run.block(step.blocks[0], ())
+
+
 def _terminator(run, step, vals):
     return vals
 
@@ -424,6 +429,7 @@ RULES = MappingProxyType({
     O.QuantizedDotOp: _quantized_dot, O.QuantizeIntoOp: _quantize_into,
     O.ForOp: _for, O.IfOp: _if, O.YieldOp: _terminator, O.ReturnOp: _terminator,
     O.AllocOp: _alloc, O.DeallocOp: _dealloc, O.CheckOp: _check, O.DecodeOp: _decode,
+    O.KernelCallOp: _kernel_call,
 })
 
 _ELEMENTWISE = {O.AddOp, O.SubOp, O.MulOp, O.DivOp, O.RemOp, O.MinOp, O.MaxOp, O.AndOp,
