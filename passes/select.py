@@ -240,6 +240,8 @@ class SelectKernels(Pass):
     name = "select"
 
     def __init__(self, target: str = "cpu"):
+        if target not in ("cpu", "cuda"):
+            raise ValueError(f"select: unknown target {target!r}; use 'cpu' or 'cuda'")
         self.target = target
         self.remarks: list[Remark] = []
 

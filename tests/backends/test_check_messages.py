@@ -104,6 +104,18 @@ def test_check_messages_carry_the_interpreters_numbers(case):
             assert _message(host, make(i)) == expected
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_cuda_check_messages_are_the_interpreters(case):
+    from ninfer_ir.backends.cuda.runtime import gpu_available
+    if not gpu_available()[0]:
+        pytest.skip("no CUDA GPU")
+    name, text, make, bad, want = case
+    kernel = I.compile(I.parse(text), "cuda")
+    for i in bad:
+        assert _message(kernel, make(i)) == want.format(i=i, j=i + 3)
+
+
 def test_a_check_formats_only_its_own_values():
     bad = """func @f(%c: bool, %i: index) {
   check(%c, %i) {message = "index {0} of {1}"}
