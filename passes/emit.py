@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ninfer_ir import semantics
 from ninfer_ir.builder import Builder, region_with_block
+from ninfer_ir.ops import copy_size_message
 from ninfer_ir.types import ScalarType, ShapedType, index
 
 from .analysis import FUSED, bound_le, const_value, in_range, is_fused
@@ -169,19 +170,33 @@ def check_range(b: Builder, dims, shaped, axis: int, start, stop, step) -> None:
 
 
 def check_same_shape(b: Builder, dims, src, dst) -> None:
-    """``check`` that ``src`` and ``dst`` have one shape at run time, unless their types
-    show it; the message lists both shapes as the interpreter's ``copy`` does."""
-    rank = src.type.rank
-    if all(da is not None and da == db for da, db in zip(src.type.shape, dst.type.shape)):
+    """``check``, axis by axis, that ``src`` and ``dst`` have one shape at run time where
+    their types do not show it; the message carries both shapes, as the interpreter's."""
+    same = [da is not None and da == db for da, db in zip(src.type.shape, dst.type.shape)]
+    if all(same):
         return
-    xs = [dims.value(b, src, a) for a in range(rank)]
-    ys = [dims.value(b, dst, a) for a in range(rank)]
-    ok = None
-    for x, y in zip(xs, ys):
-        eq = b.value("cmp", x, y, pred="eq")
-        ok = eq if ok is None else b.value("and", ok, eq)
-    shown = ", ".join(f"{{{k}}}" for k in range(rank))
-    shown2 = ", ".join(f"{{{rank + k}}}" for k in range(rank))
-    b.create("check", [ok, *xs, *ys],
-             {"message": f"'copy': cannot copy shape [{shown}] into [{shown2}]"},
-             result_types=[])
+    rank = src.type.rank
+    _check_sizes(b, [dims.value(b, src, a) for a in range(rank)],
+                 [dims.value(b, dst, a) for a in range(rank)], same)
+
+
+def check_records(b: Builder, dims, values, dst) -> None:
+    """``check`` that ``quantize(values)`` (``[G, 292]``) fits the records ``dst``, as the
+    interpreter's ``copy`` of the records into ``dst`` does."""
+    g, rec = values.type.shape[0], dst.type.shape[1]
+    same = [g is not None and g == dst.type.shape[0], True]
+    if all(same):
+        return
+    xs = [dims.value(b, values, 0), b.constant(rec, index)]
+    _check_sizes(b, xs, [dims.value(b, dst, 0), dims.value(b, dst, 1)], same)
+
+
+def _check_sizes(b: Builder, xs, ys, same) -> None:
+    rank = len(xs)
+    src = [f"{{{k}}}" for k in range(rank)]
+    dst = [f"{{{rank + k}}}" for k in range(rank)]
+    for axis, known in enumerate(same):
+        if not known:
+            ok = b.value("cmp", xs[axis], ys[axis], pred="eq")
+            b.create("check", [ok, *xs, *ys],
+                     {"message": copy_size_message(src, dst, axis)}, result_types=[])

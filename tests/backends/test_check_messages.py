@@ -70,7 +70,7 @@ CASES = [
      "<= stop <= 6 and step >= 1)"),
     ("copy", COPY, lambda i: (np.ones((2, 3), np.float32), np.int64(0),
                               np.zeros((2, i), np.float32)), [4, 2],
-     "'copy': cannot copy shape [2, 3] into [2, {i}]"),
+     "'copy': cannot copy shape [2, 3] into [2, {i}]: sizes differ on axis 1"),
 ]
 
 
