@@ -13,7 +13,7 @@ with ``%p``, ``%s``, ``%x`` and ``%y`` defined outside the loop and ``%k`` outsi
 ``dim``/``constant`` ops of the body (before loop-invariant hoisting), put by the
 ``select`` pass in ``kernel_call {kernel = "decode_dot_rows"}``, becomes one call of the
 rows kernel of ``qdecode_rows`` (a row per SIMD lane) over the loop's range, for the
-orders it computes (``passes.select.decode_rows_takes``: ``seq``, and ``chunk<C>`` or
+orders it computes (``ninfer_ir.library.decode_rows_takes``: ``seq``, and ``chunk<C>`` or
 ``chunk<C>/tree`` with ``C`` a multiple of the format's period, e.g. ``chunk<64>``).
 
 The call is made only when it computes what the loop computes: every row index in

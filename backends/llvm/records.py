@@ -16,10 +16,10 @@ load bytes), except ``y`` of the rows kernel: the fast path is taken only when
 
 The fast path: ``for %n = lb .. ub step 1 { %wn = subview(%w, %n) {axes = "i::"};
 %r = quantized_dot(%wn, %xq) {order = "seq"}; %s = load(%r); store(%s, %y, %n) }``
-with ``%w``, ``%xq``, ``%y`` defined outside the loop (``passes/select.py``). It runs when every row index
-is in range and the record counts agree; otherwise the ordinary loop runs and
-reports the interpreter's error at the right iteration. Results are identical:
-the rows kernel computes each row exactly as the single dot does. Its iterations
+with ``%w``, ``%xq``, ``%y`` defined outside the loop (``ninfer_ir/library.py``). It
+runs when every row index is in range and the record counts agree; otherwise the
+ordinary loop runs and reports the interpreter's error at the right iteration. Results
+are identical: the rows kernel computes each row exactly as the single dot does. Its iterations
 are independent when ``y`` overlaps neither operand (checked at run time unless
 the IR shows it: tensor parameters never overlap buffers, as the launcher copies
 them, and an ``alloc`` overlaps no other root), so an independent row loop of at least ``ROWS_PARALLEL_RECORDS`` records is
@@ -32,6 +32,7 @@ import llvmlite.ir as ir
 from ninfer_ir import ops as O
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import Block
+from ninfer_ir.library import Match, match_loop
 from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir.types import TensorType
 from ninfer_ir.quant import q4_k, q8_k
@@ -183,7 +184,6 @@ def selected(loop):
     call = loop.parent_op
     if not isinstance(call, KernelCallOp):
         return None
-    from ninfer_ir.passes.select import Match, match_loop
     found = match_loop(loop)
     if not isinstance(found, Match) or found.kernel != call.kernel:
         why = found if isinstance(found, str) else f"it is a {found.kernel} loop"
