@@ -15,9 +15,10 @@ import numpy as np
 from ninfer_ir import semantics
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp
-from ninfer_ir.types import BufferType, ScalarType, bf16, bool_
+from ninfer_ir.verifier import verify_returns_attr
+from ninfer_ir.types import BufferType, ScalarType, ShapedType, bf16, bool_
 
-__all__ = ["bind_call", "out_shape", "param_name"]
+__all__ = ["bind_call", "out_shape", "param_name", "snapshot_tensors"]
 
 
 def param_name(func, k):
@@ -86,11 +87,8 @@ def bind_call(func: FuncOp, args, kwargs, is_array, writable):
     parameter indices to allocate (their shapes follow from ``out_shape``).
     """
     params = func.args
+    verify_returns_attr(func)
     n_out = func.attrs.get("returns", 0)
-    if (isinstance(n_out, bool) or not isinstance(n_out, int) or not 0 <= n_out <= len(params)
-            or not all(isinstance(p.type, BufferType) for p in params[len(params) - n_out:])):
-        raise VerifyError(f"@{func.sym_name}: attribute 'returns' must count trailing buffer "
-                          f"parameters, got {n_out!r}")
     given = list(args)
     if len(given) > len(params):
         raise VerifyError(f"@{func.sym_name} takes {len(params)} argument(s), got {len(given)}")
@@ -118,6 +116,21 @@ def bind_call(func: FuncOp, args, kwargs, is_array, writable):
         else:
             values.append(_shaped(func, k, p.type, v, symbols, is_array, writable))
     return values, symbols, outputs
+
+
+def snapshot_tensors(func: FuncOp, values, may_share, copy) -> None:
+    """A tensor argument is a value: what it held when the call began. Replace, in
+    ``values`` (from ``bind_call``), each tensor argument that ``may_share`` memory with
+    a buffer argument by ``copy(value)``, so stores into the buffer during the call are
+    not seen through the tensor (docs/ir.md, "Arguments")."""
+    buffers = [v for p, v in zip(func.args, values)
+               if v is not None and isinstance(p.type, BufferType)]
+    if not buffers:
+        return
+    for k, (p, v) in enumerate(zip(func.args, values)):
+        if (v is not None and isinstance(p.type, ShapedType) and not isinstance(p.type, BufferType)
+                and any(may_share(v, b) for b in buffers)):
+            values[k] = copy(v)
 
 
 def out_shape(func: FuncOp, k: int, symbols) -> tuple:

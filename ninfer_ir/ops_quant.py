@@ -30,6 +30,9 @@ def _records(op, v, what, dtype, width):
         raise op.error(f"{what} must be rank 2 [G,{width}] (no batch axes), got {t}")
     if t.shape[1] != width:
         raise op.error(f"{what} must have trailing dim {width}, got {t}")
+    if t.shape[0] is None:
+        raise op.error(f"{what} has an unknown record count G (?), which is not allowed "
+                       f"here: give G as a number or a symbol, got {t}")
     return t.shape[0]
 
 

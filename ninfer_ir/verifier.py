@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .errors import VerifyError
 from .ir import Block, FuncOp, Module, Operation
+from .types import BufferType
 
 
 def verify(module: Module) -> None:
@@ -18,6 +19,7 @@ def verify(module: Module) -> None:
 
 
 def verify_func(func: FuncOp) -> None:
+    verify_returns_attr(func)
     scope = set(func.args)
     body = func.body
     term = body.terminator
@@ -29,6 +31,17 @@ def verify_func(func: FuncOp) -> None:
             f"return gives ({', '.join(map(str, got))}) but @{func.sym_name} returns "
             f"({', '.join(map(str, func.result_types))})", term)
     _verify_block(body, scope, in_func_body=True)
+
+
+def verify_returns_attr(func: FuncOp) -> None:
+    """``returns = k`` (k >= 0) names the last k parameters, all buffers, as outputs
+    that a call allocates and returns."""
+    params = func.args
+    n_out = func.attrs.get("returns", 0)
+    if (isinstance(n_out, bool) or not isinstance(n_out, int) or not 0 <= n_out <= len(params)
+            or not all(isinstance(p.type, BufferType) for p in params[len(params) - n_out:])):
+        raise VerifyError(f"@{func.sym_name}: attribute 'returns' must count trailing buffer "
+                          f"parameters, got {n_out!r}", func)
 
 
 def _verify_block(block: Block, scope: set, in_func_body: bool) -> None:

@@ -145,7 +145,21 @@ class Materialize(Pass):
             live.append((end, mine))
         at = {k: op for op, k in pos.items()}
         for a, end in last_of.items():
-            Builder().after(at[end]).create("dealloc", [a.result], result_types=[])
+            Builder().after(_computed_by(at[end])).create("dealloc", [a.result],
+                                                          result_types=[])
+
+
+def _computed_by(op):
+    """The op that evaluates ``op``: the ``copy`` right after it that stores its value
+    (``lower`` computes the value there), else ``op`` itself. A buffer that ``op`` reads
+    last is freed after that copy, never between the two."""
+    ops = op.parent.ops
+    k = ops.index(op)
+    if needs_buffer(op) and k + 1 < len(ops):
+        nxt = ops[k + 1]
+        if nxt.name == "copy" and nxt.operands[0] is op.result:
+            return nxt
+    return op
 
 
 def _chain_start(op):

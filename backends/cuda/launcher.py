@@ -9,7 +9,9 @@ pointers and strides are multiples of the element size (device loads are typed):
 a misaligned cupy *tensor* is staged into a contiguous copy, a misaligned cupy
 *buffer* is refused. Only then is the device touched. numpy arrays are copied to
 the device; numpy buffers are copied back after a successful call (on an error they
-are left unchanged; numpy buffers may not overlap other numpy arguments). Omitted
+are left unchanged; two numpy buffers may not overlap). A tensor argument is the
+value it held at the call: a cupy tensor that may share memory with a buffer argument
+is copied first (docs/ir.md, "Arguments"). Omitted
 trailing output buffers (``returns``) are allocated and returned, as numpy when
 every array argument was numpy, as cupy otherwise.
 
@@ -124,12 +126,14 @@ class CudaKernel:
             if _is_cupy(v) and func.args[k].type.writable:
                 raise VerifyError(f"@{func.sym_name}: argument {k} is a cupy buffer whose "
                                   f"pointer or strides are not multiples of its element size")
+        # a numpy tensor overlapping a numpy buffer is fine: each gets its own device
+        # copy, so the tensor is the snapshot the IR's semantics ask for
         for i, (k, a) in enumerate(host):
             for j, b in host[i + 1:]:
-                if (func.args[k].type.writable or func.args[j].type.writable) \
+                if (func.args[k].type.writable and func.args[j].type.writable) \
                         and np.shares_memory(a, b):
                     raise VerifyError(f"@{func.sym_name}: numpy arguments {k} and {j} overlap "
-                                      f"and one is written; pass cupy arrays to alias them")
+                                      f"and both are written; pass cupy arrays to alias them")
 
     def _device(self, cupy, func, values, outputs, symbols):
         dev = list(values)
@@ -145,6 +149,7 @@ class CudaKernel:
                                       else host.astype(host.dtype.newbyteorder("=")))
             elif not _aligned(v):
                 dev[k] = cupy.ascontiguousarray(v)
+        P.snapshot_tensors(func, dev, cupy.may_share_memory, cupy.copy)
         return dev
 
     def _workers(self, plan, shapes, scalars):

@@ -29,7 +29,7 @@ from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import (BufferType, ScalarType, ShapedType, bool_, f32, f64, from_numpy,
                              i64)
 
-from ninfer_ir.backends.signature import bind_call, out_shape
+from ninfer_ir.backends.signature import bind_call, out_shape, snapshot_tensors
 
 from . import quantops
 
@@ -290,6 +290,7 @@ def bind_arguments(func, args, kwargs):
     values, symbols, outputs = bind_call(func, args, kwargs,
                                          lambda v: isinstance(v, np.ndarray),
                                          lambda v: v.flags.writeable)
+    snapshot_tensors(func, values, np.may_share_memory, np.copy)
     for k, p in enumerate(func.args):
         if k in outputs:
             values[k] = np.zeros(out_shape(func, k, symbols), dtype=p.type.dtype.np_dtype)

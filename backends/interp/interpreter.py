@@ -12,7 +12,9 @@ value into one flat frame and runs the body. What an op computes comes from
 Values: a scalar is a 0-d numpy array of the exact dtype (``index`` is int64, ``bf16``
 its uint16 word); a tensor is a numpy array; a buffer is a writable numpy array. A
 buffer argument is the caller's array itself, and ``subview``s alias it, so stores
-land there; a tensor argument becomes a read-only view, so inputs are never written.
+land there; a tensor argument becomes a read-only view, so inputs are never written,
+and is first copied when it may share memory with a buffer argument (a tensor argument
+is its value at the call: docs/ir.md, "Arguments").
 ``alloc`` gives a new zeroed array. Every result is checked against its declared type.
 
 Arguments are positional, then by parameter name (``%w`` is ``w=``). A scalar may be

@@ -65,7 +65,7 @@ import llvmlite.ir as ir
 from .qdot import (Q4_QS, Q8_BSUM, Q8_QS, add_dot_simple, declare_rows, reduce_add, row_sum,
                    store_zero_rows)
 from .qir import (F16, F32, I8, I8P, I16, I32, I64, TransposeReducer, const_vec, entry_alloca,
-                  for_range, i32, i64, intrinsic, load, shuffle, splat, store, vec, zero)
+                  for_range, gather_i32, i32, i64, intrinsic, load, shuffle, splat, store, vec, zero)
 
 LANES = 16              # rows per block (lanes of the float stage)
 CHUNK = 64              # Q8_K records prepared per chunk
@@ -96,8 +96,7 @@ class _Intrinsics:
                                 [vec(I16, 16), vec(I16, 16)])
         self.maddwd512 = intrinsic(module, "llvm.x86.avx512.pmaddw.d.512", V16I,
                                    [vec(I16, 32), vec(I16, 32)])
-        self.gather = intrinsic(module, "llvm.masked.gather.v16i32.v16p0", V16I,
-                                [PTRS, vec(ir.IntType(1), LANES), V16I])
+        self.gather = gather_i32(module, LANES)
 
 
 # --- scale decoding -------------------------------------------------------------------

@@ -32,6 +32,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
+def _int_at_least(low: int, what: str):
+    """An argparse type: an integer >= ``low`` (a usage error otherwise)."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is not {what}")
+        return value
+    convert.__name__ = what
+    return convert
+
+
+COUNT = _int_at_least(1, "a positive integer")
+NATURAL = _int_at_least(0, "a non-negative integer")
+
+
 def _common() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(add_help=False)
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
@@ -67,9 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dim", action="append", metavar="NAME=VALUE",
                      help="size of a symbol dim or value of a scalar parameter "
                           "(repeatable; symbols default to 16)")
-    run.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
-    run.add_argument("--repeat", type=int, default=10, help="timed calls on the target")
-    run.add_argument("--threads", type=int, default=None,
+    run.add_argument("--seed", type=NATURAL, default=0, help="random seed of the inputs")
+    run.add_argument("--repeat", type=COUNT, default=10, help="timed calls on the target")
+    run.add_argument("--threads", type=COUNT, default=None,
                      help="threads for parallel loops on cpu (default: all CPUs)")
     run.set_defaults(handler="run:cmd_run")
 
@@ -109,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--plot", metavar="OUT.png", help="draw a roofline-style PNG")
     bench.add_argument("--no-scripts", action="store_true",
                        help="skip the scripts in benchmarks/")
-    bench.add_argument("--threads", type=int, default=None, help="threads on cpu")
+    bench.add_argument("--threads", type=COUNT, default=None, help="threads on cpu")
     bench.set_defaults(handler="bench:cmd_bench")
 
     gguf = sub.add_parser("gguf", parents=common, epilog=EPILOG,
@@ -123,11 +141,11 @@ def build_parser() -> argparse.ArgumentParser:
                                       "the unquantized x.")
     gguf.add_argument("path", metavar="FILE.gguf")
     gguf.add_argument("--tensor", metavar="NAME", help="only this tensor")
-    gguf.add_argument("--rows", type=int, default=0,
+    gguf.add_argument("--rows", type=NATURAL, default=0,
                       help="GEMV on the first ROWS rows of each tensor (default: all)")
     gguf.add_argument("--target", default="cpu", choices=list(EMIT_TARGETS),
                       help="the compiled target compared with the interpreter")
-    gguf.add_argument("--seed", type=int, default=0, help="random seed of x")
+    gguf.add_argument("--seed", type=NATURAL, default=0, help="random seed of x")
     gguf.set_defaults(handler="gguf:cmd_gguf")
     return parser
 

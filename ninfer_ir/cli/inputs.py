@@ -105,10 +105,40 @@ def _floats_from(value) -> np.uint16:
     return np.uint16(np.float32(value).view(np.uint32) >> 16)
 
 
+#: ``ninfer run`` holds about this many copies of the inputs at once
+_COPIES = 4
+
+
+def _memory_bytes() -> int | None:
+    import os
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_size(func, sizes: dict) -> None:
+    """A usage error when the arrays for ``sizes`` cannot fit in this machine's memory."""
+    total = 0
+    for p in func.args:
+        t = p.type
+        if isinstance(t, ShapedType):
+            n = 1
+            for d in t.shape:
+                n *= sizes[d] if isinstance(d, str) else DEFAULT_DIM if d is None else d
+            total += n * t.dtype.np_dtype.itemsize
+    memory = _memory_bytes()
+    if memory is not None and total * _COPIES > memory:
+        given = " ".join(f"{k}={v}" for k, v in sizes.items())
+        raise usage(f"--dim {given}: the arguments take {total / 2**30:.3g} GiB, and a run "
+                    f"holds {_COPIES} copies; this machine has {memory / 2**30:.3g} GiB")
+
+
 def make_inputs(func, rng: np.random.Generator, given: dict):
     """(arguments in parameter order, {symbol: size}, one description per parameter)."""
     sizes = symbol_sizes(func, given)
     _check_names(func, given, sizes)
+    _check_size(func, sizes)
     args, notes = [], []
     for k, p in enumerate(func.args):
         name, t = param_name(p, k), p.type

@@ -9,8 +9,9 @@ import numpy as np
 from ninfer_ir.targets import TARGETS
 from ninfer_ir.types import BufferType
 
-from .common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, fmt_seconds,
-                         load_kernel, parse_assignments, usage)
+from .common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, check_output_dir,
+                     check_output_file, differs, fmt_seconds, load_kernel, parse_assignments,
+                     usage)
 from .inputs import fresh_copy, make_inputs, param_name
 
 
@@ -25,13 +26,12 @@ def outputs_of(func, args, returned) -> list:
 
 
 def first_difference(got: np.ndarray, want: np.ndarray) -> str:
-    """Where two arrays first differ bit for bit, in words."""
+    """Where two arrays first differ bit for bit (NaN equals NaN), in words."""
     if got.shape != want.shape or got.dtype != want.dtype:
         return f"{got.dtype}{list(got.shape)} against {want.dtype}{list(want.shape)}"
     g = np.ascontiguousarray(got).reshape(-1)
     w = np.ascontiguousarray(want).reshape(-1)
-    gb, wb = g.view(np.uint8).reshape(g.size, -1), w.view(np.uint8).reshape(w.size, -1)
-    bad = np.flatnonzero((gb != wb).any(axis=1))
+    bad = np.flatnonzero(differs(g, w))
     k = int(bad[0])
     where = np.unravel_index(k, got.shape) if got.ndim else ()
     return (f"{bad.size} of {g.size} values differ; first at {list(map(int, where))}: "
@@ -39,11 +39,12 @@ def first_difference(got: np.ndarray, want: np.ndarray) -> str:
 
 
 def compare(pairs_got, pairs_want) -> list[str]:
-    """One line per output that differs (empty when all agree bit for bit)."""
+    """One line per output that differs (empty when all agree bit for bit, a NaN
+    matching any NaN)."""
     problems = []
     for (name, got), (_, want) in zip(pairs_got, pairs_want):
-        same = (got.shape == want.shape and got.dtype == want.dtype and np.array_equal(
-            np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8)))
+        same = (got.shape == want.shape and got.dtype == want.dtype
+                and not differs(got, want).any())
         if not same:
             problems.append(f"{name}: {first_difference(got, want)}")
     return problems
@@ -120,6 +121,8 @@ def _pass_names(target: str) -> list[str]:
 def cmd_ir(args) -> int:
     import ninfer_ir as I
 
+    if args.dump_dir:
+        check_output_dir(args.dump_dir, "--dump-dir")
     kernel = load_kernel(args.file)
     print_after = None
     if args.print_after:
@@ -135,8 +138,12 @@ def cmd_ir(args) -> int:
     if not print_after and not args.lowered and not args.dump_dir and not args.remarks:
         _write(str(kernel.ir))
         return EXIT_OK
-    lowered, report = I.lower(kernel, args.target, print_after=print_after,
-                              dump_dir=args.dump_dir, report=True)
+    try:
+        lowered, report = I.lower(kernel, args.target, print_after=print_after,
+                                  dump_dir=args.dump_dir, report=True)
+    except OSError as e:                  # only the stage files are written here
+        raise CliError(f"--dump-dir {args.dump_dir}: cannot write the stages: "
+                       f"{e.strerror or e}") from None
     sys.stdout.flush()
     if args.lowered:
         _write(str(lowered))
@@ -150,12 +157,17 @@ def cmd_ir(args) -> int:
 def cmd_emit(args) -> int:
     import ninfer_ir as I
 
+    if args.output:
+        check_output_file(args.output, "-o")
     kernel = load_kernel(args.file)
     target = next(t.name for t in TARGETS.values() if args.kind in t.emit_kinds)
     text = I.emit(kernel, target=target, kind=args.kind)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise CliError(f"cannot write {args.output}: {e.strerror or e}") from None
         print(f"{args.kind} of {kernel.name} written to {args.output} ({len(text)} chars)",
               file=sys.stderr)
     else:
