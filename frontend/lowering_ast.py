@@ -21,8 +21,10 @@ from .scope import RangeFn, Scope, ShapeProxy, resolve_global
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def lower_function(fn, src, kernel_types=(), outer_names=None) -> Module:
-    return Lowering(fn, src, kernel_types, outer_names).run()
+def lower_function(fn, src, kernel_types=(), outer_names=None, sizes=None) -> Module:
+    """The verified Module of ``fn``; ``sizes`` (symbol -> int) makes those symbol dims
+    of the parameters static (a specialization for one call's shapes)."""
+    return Lowering(fn, src, kernel_types, outer_names, sizes).run()
 
 
 def assigned_names(stmts, in_place=lambda name: False) -> dict:
@@ -59,8 +61,9 @@ def assigned_names(stmts, in_place=lambda name: False) -> dict:
 
 
 class Lowering(ExprLowering):
-    def __init__(self, fn, src, kernel_types=(), outer_names=None):
+    def __init__(self, fn, src, kernel_types=(), outer_names=None, sizes=None):
         self.fn = fn
+        self.sizes = dict(sizes or {})
         self.outer_names = dict(outer_names or {})
         self.src = src
         self.kernel_types = tuple(kernel_types)
@@ -168,7 +171,7 @@ class Lowering(ExprLowering):
             if not ok:
                 raise self.error(node, f"{ann!r}: bad dimension {d!r}; a dim is an int >= 0, "
                                        f"a symbol name such as \"N\", or None")
-            dims.append(d)
+            dims.append(self.sizes.get(d, d) if isinstance(d, str) else d)
         cls = TensorType if ann.kind == "tensor" else BufferType
         return cls(ann.items[0], dims)
 

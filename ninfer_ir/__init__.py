@@ -13,6 +13,7 @@
     print(q4k_gemv.ir)                       # textual SSA IR
     I.interpret(q4k_gemv, w, x, y)           # the oracle
     I.compile(q4k_gemv, target="cpu")(w, x, y)
+    q4k_gemv(w, x, y)                        # compiled on first call for I.config.target
 """
 from .errors import (NinferError, DSLError, ParseError, VerifyError, DomainError,
                      TargetUnavailable, FormatError, CompileError)
@@ -24,6 +25,7 @@ from .ops import OPS
 from .builder import Builder
 from .printer import print_module
 from .api import interpret, lower, compile, emit
+from .config import config
 from . import formats
 
 __version__ = "0.1.0"
@@ -121,3 +123,5 @@ def bitcast(x, dtype):
 
 # -- the DSL (frontend) ----------------------------------------------------------------
 from ninfer_ir.frontend.dsl import kernel, Kernel, Tensor, Buffer, range, prange  # noqa: E402,F401
+from .api import call as _call  # noqa: E402
+Kernel.dispatch = staticmethod(_call)          # calling an @I.kernel runs it on I.config.target

@@ -4,7 +4,10 @@
     out = kernel(*args, func_name=None, **named)      # like I.interpret
 
 A call checks the arguments the way the interpreter does (same ``VerifyError``
-messages; cupy or numpy arrays, numpy scalars or Python numbers), then that element
+messages; cupy or numpy arrays, numpy scalars or Python numbers; any other object
+exporting ``__dlpack__`` from CUDA memory or ``__cuda_array_interface__`` is viewed as
+a cupy array over the same memory, one exporting host memory (DLPack or the array
+interface) as a numpy array), then that element
 pointers and strides are multiples of the element size (device loads are typed):
 a misaligned cupy *tensor* is staged into a contiguous copy, a misaligned cupy
 *buffer* is refused. Only then is the device touched. numpy arrays are copied to
@@ -35,6 +38,7 @@ from ninfer_ir.errors import VerifyError
 from ninfer_ir.types import ScalarType, bf16, bool_, f16
 
 from ninfer_ir.backends.clike import plan as P
+from ninfer_ir.backends.signature import host_array
 
 from .emitter import BLOCK_THREADS, CudaEmitter
 
@@ -58,6 +62,25 @@ def _is_cupy(a) -> bool:
 
 def _is_array(a) -> bool:
     return isinstance(a, np.ndarray) or (_is_cupy(a) and hasattr(a, "shape"))
+
+
+_DL_CUDA_DEVICES = (2, 13)      # DLPack's kDLCUDA and kDLCUDAManaged
+
+
+def _device_or_host_array(value):
+    """A cupy view of a CUDA-memory export, else ``host_array(value)``: no copy."""
+    if _is_cupy(value) or isinstance(value, np.ndarray):
+        return value
+    on_device = hasattr(value, "__cuda_array_interface__") or (
+        hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__")
+        and int(value.__dlpack_device__()[0]) in _DL_CUDA_DEVICES)
+    if not on_device:
+        return host_array(value)
+    from . import runtime
+    cupy = runtime._require_gpu()
+    if hasattr(value, "__cuda_array_interface__"):
+        return cupy.asarray(value)
+    return cupy.from_dlpack(value)
 
 
 def _writable(a) -> bool:
@@ -113,7 +136,8 @@ class CudaKernel:
     def __call__(self, *args, func_name=None, **kwargs):
         func = P.choose(self.module, func_name)
         plan = self.emitted.plans[func.sym_name]
-        values, symbols, outputs = P.bind_call(func, args, kwargs, _is_array, _writable)
+        values, symbols, outputs = P.bind_call(func, args, kwargs, _is_array, _writable,
+                                               _device_or_host_array)
         self._check_memory(func, values)
         cupy, fns = self.load()
         return self._run(cupy, fns, func, plan, values, symbols, outputs)

@@ -61,20 +61,6 @@ def check_output_dir(path: str, option: str) -> None:
         raise usage(f"{option} {path}: exists and is not a directory")
 
 
-def differs(got, want):
-    """Per element, whether two arrays of one shape and dtype differ: bit for bit, except
-    that two NaNs of a float dtype are equal whatever their sign and payload (which NaN
-    survives is the one corner backends may differ on; docs/backends.md)."""
-    import numpy as np
-    g = np.ascontiguousarray(got).reshape(got.size)
-    w = np.ascontiguousarray(want).reshape(want.size)
-    out = (g.view(np.uint8).reshape(g.size, -1) != w.view(np.uint8).reshape(w.size, -1)) \
-        .any(axis=1) if g.size else np.zeros(0, bool)
-    if g.dtype.kind == "f":
-        out &= ~(np.isnan(g) & np.isnan(w))
-    return out
-
-
 def load_module(path: str):
     """Execute a Python file as a fresh module (its folder first on ``sys.path``)."""
     check_input_file(path)

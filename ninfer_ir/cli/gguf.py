@@ -1,26 +1,38 @@
 """``ninfer gguf``: list a GGUF file, decode its tensors, check the Q4_K GEMV on them."""
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
 
+from ninfer_ir.testing import differs
+
 from .common import (EXIT_FAILED, EXIT_OK, CliError, EXIT_UNAVAILABLE, check_input_file,
-                     differs, fmt_seconds, progress, usage)
+                     fmt_seconds, progress, usage)
 
 
 def _reader(path: str):
     try:
         from gguf import GGUFReader
     except ImportError:
-        raise CliError("reading GGUF files needs the 'gguf' package (pip install gguf)",
-                       EXIT_UNAVAILABLE) from None
+        raise CliError("reading GGUF files needs the 'gguf' package "
+                       "(pip install 'ninfer_ir[gguf]')", EXIT_UNAVAILABLE) from None
+    import os
     check_input_file(path)
+    size = f"{os.path.getsize(path) / 2**20:.1f} MiB"
+    if sys.stderr.isatty():                 # scripts get one line, after a good read
+        print(f"reading {path} ({size}) ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
     try:
-        return GGUFReader(path)
+        reader = GGUFReader(path)
     except Exception as e:          # noqa: BLE001 - gguf-py reports damage in many ways
         raise CliError(f"{path} is not a readable GGUF file (damaged or truncated; "
                        f"{type(e).__name__}: {e})") from None
+    print(f"read {path} ({size}): {len(reader.tensors)} tensor headers and "
+          f"{len(reader.fields)} metadata fields in {fmt_seconds(time.perf_counter() - t0)}; "
+          f"tensor data is read as it is used", file=sys.stderr, flush=True)
+    return reader
 
 
 def type_name(t) -> str:
@@ -135,6 +147,9 @@ def cmd_gguf(args) -> int:
         print(f"{t.name:<32} {type_name(t):<8} {shape:<20} {int(t.n_bytes):>12}  "
               f"{decoder_name(t) or '(none)'}")
     if args.tensor is not None and decoder_name(tensors[0]):
+        if sys.stderr.isatty():
+            print(f"decoding {tensors[0].name} ({int(tensors[0].n_bytes)} bytes) ...",
+                  file=sys.stderr, flush=True)
         values = decode(tensors[0])
         finite = values[np.isfinite(values)]
         lo, hi = (f"{finite.min():.6g}", f"{finite.max():.6g}") if finite.size else ("-", "-")
@@ -155,7 +170,7 @@ def cmd_gguf(args) -> int:
     print(f"{'tensor':<32} {'N x K':<14} {'interp':>10} {args.target:>10}  {'bit-exact':<9}  "
           f"rel. error vs float64")
     failures = 0
-    for t in progress(q4k, len(q4k), "GEMV"):
+    for t in progress(q4k, len(q4k), "reading Q4_K tensors and running the GEMV"):
         r = gemv_check(t, compiled, args.rows, rng)
         failures += not r["same"]
         print(f"{t.name:<32} {r['rows']}x{r['k']:<{13 - len(str(r['rows']))}} "

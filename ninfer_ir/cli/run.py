@@ -7,47 +7,11 @@ import time
 import numpy as np
 
 from ninfer_ir.targets import TARGETS
-from ninfer_ir.types import BufferType
+from ninfer_ir.testing import differences, outputs_of
 
 from .common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, check_output_dir,
-                     check_output_file, differs, fmt_seconds, load_kernel, parse_assignments,
-                     usage)
-from .inputs import fresh_copy, make_inputs, param_name
-
-
-def outputs_of(func, args, returned) -> list:
-    """(name, array) for every buffer after a call, then every returned value."""
-    out = [(param_name(p, k), np.asarray(a)) for k, (p, a) in enumerate(zip(func.args, args))
-           if isinstance(p.type, BufferType)]
-    if returned is not None:
-        rets = returned if isinstance(returned, tuple) else (returned,)
-        out += [(f"result{k}", np.asarray(r)) for k, r in enumerate(rets)]
-    return out
-
-
-def first_difference(got: np.ndarray, want: np.ndarray) -> str:
-    """Where two arrays first differ bit for bit (NaN equals NaN), in words."""
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return f"{got.dtype}{list(got.shape)} against {want.dtype}{list(want.shape)}"
-    g = np.ascontiguousarray(got).reshape(-1)
-    w = np.ascontiguousarray(want).reshape(-1)
-    bad = np.flatnonzero(differs(g, w))
-    k = int(bad[0])
-    where = np.unravel_index(k, got.shape) if got.ndim else ()
-    return (f"{bad.size} of {g.size} values differ; first at {list(map(int, where))}: "
-            f"{g[k]!r} against {w[k]!r}")
-
-
-def compare(pairs_got, pairs_want) -> list[str]:
-    """One line per output that differs (empty when all agree bit for bit, a NaN
-    matching any NaN)."""
-    problems = []
-    for (name, got), (_, want) in zip(pairs_got, pairs_want):
-        same = (got.shape == want.shape and got.dtype == want.dtype
-                and not differs(got, want).any())
-        if not same:
-            problems.append(f"{name}: {first_difference(got, want)}")
-    return problems
+                     check_output_file, fmt_seconds, load_kernel, parse_assignments, usage)
+from .inputs import fresh_copy, make_inputs
 
 
 def cmd_run(args) -> int:
@@ -82,7 +46,7 @@ def cmd_run(args) -> int:
           + (" (numpy arguments: host-device copies included)" if args.target == "cuda" else ""))
     print(f"interp: run {fmt_seconds(t_interp)}")
     got, want = outputs_of(func, got_args, got), outputs_of(func, want_args, want)
-    problems = compare(got, want)
+    problems = differences(got, want)
     if problems:
         print(f"MISMATCH against the interpreter ({args.target} vs interp):")
         for line in problems:

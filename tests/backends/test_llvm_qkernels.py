@@ -482,6 +482,7 @@ def test_assembly(kernels):
     if kernels.isa == "avx512vnni":
         assert "vpdpbusd" in lowered and "zmm" in lowered
         assert ("vgf2p8affineqb" in lowered) == kernels.gfni
+        assert "prefetcht0" in lowered        # the 16-row walk prefetches ahead of itself
     elif kernels.isa == "avx2":
         assert "zmm" not in lowered and "vpmaddubsw" in lowered and "ymm" in lowered
     else:
