@@ -96,21 +96,6 @@ def select(c, a, b):
     return _f(c, a, b)
 
 
-def minimum(a, b):
-    from ninfer_ir.backends.interp.eager import elementwise as _f
-    return _f("min", a, b)
-
-
-def maximum(a, b):
-    from ninfer_ir.backends.interp.eager import elementwise as _f
-    return _f("max", a, b)
-
-
-def abs(x):
-    from ninfer_ir.backends.interp.eager import absolute as _f
-    return _f(x)
-
-
 def cast(x, dtype):
     from ninfer_ir.backends.interp.eager import cast as _f
     return _f(x, dtype)
@@ -119,6 +104,16 @@ def cast(x, dtype):
 def bitcast(x, dtype):
     from ninfer_ir.backends.interp.eager import bitcast as _f
     return _f(x, dtype)
+
+
+# -- the elementwise calls (I.abs, I.minimum, ...), one per op class with a ``dsl_call`` --
+def _elementwise_calls():
+    from .backends.interp.eager import elementwise_function
+    from .ops import DSL_CALLS
+    return {name: elementwise_function(cls) for name, cls in DSL_CALLS.items()}
+
+
+globals().update(_elementwise_calls())
 
 
 # -- the DSL (frontend) ----------------------------------------------------------------

@@ -2,9 +2,10 @@
 expressions, ordered folds and bounds checks."""
 from __future__ import annotations
 
-from ninfer_ir import semantics
+from ninfer_ir import ops as O
+from ninfer_ir.numerics import semantics
 from ninfer_ir.builder import Builder, region_with_block
-from ninfer_ir.ops import copy_size_message
+from ninfer_ir.numerics import domain
 from ninfer_ir.types import ScalarType, ShapedType, index
 
 from .analysis import FUSED, bound_le, const_value, in_range, is_fused
@@ -124,11 +125,11 @@ def nonnegative(i) -> bool:
         return c >= 0
     op = getattr(i, "op", None)
     if op is not None:
-        return op.name == "dim"
+        return isinstance(op, O.DimOp)
     loop = i.block.parent_op
-    if loop is None or loop.name != "for" or i.index != 0:
+    if not isinstance(loop, O.ForOp) or i.index != 0:
         return False
-    lb, step = const_value(loop.operands[0]), const_value(loop.operands[2])
+    lb, step = const_value(loop.lower), const_value(loop.step)
     return isinstance(lb, int) and lb >= 0 and isinstance(step, int) and step >= 1
 
 
@@ -142,9 +143,8 @@ def check_index(b: Builder, dims, op_name: str, shaped, axis: int, i) -> None:
     if not nonnegative(i):
         c0 = b.constant(0, index, name="c0")
         ok = b.value("and", b.value("cmp", i, c0, pred="ge"), ok)
-    b.create("check", [ok, i, d], {"message": f"'{op_name}': index {{0}} is out of range "
-                                             f"for axis {axis} of size {{1}}"},
-             result_types=[])
+    message = domain.bad_index(op_name, "{0}", axis, "{1}").message
+    b.create("check", [ok, i, d], {"message": message}, result_types=[])
 
 
 def check_range(b: Builder, dims, shaped, axis: int, start, stop, step) -> None:
@@ -163,10 +163,8 @@ def check_range(b: Builder, dims, shaped, axis: int, start, stop, step) -> None:
     ok = conds[0]
     for c in conds[1:]:
         ok = b.value("and", ok, c)
-    b.create("check", [ok, start, stop, step, dv],
-             {"message": f"'subview': range ({{0}}, {{1}}, {{2}}) is out of bounds for axis "
-                         f"{axis} of size {{3}} (needs 0 <= start <= stop <= {{3}} and "
-                         f"step >= 1)"}, result_types=[])
+    message = domain.bad_range("subview", "{0}", "{1}", "{2}", axis, "{3}").message
+    b.create("check", [ok, start, stop, step, dv], {"message": message}, result_types=[])
 
 
 def check_same_shape(b: Builder, dims, src, dst) -> None:
@@ -199,4 +197,4 @@ def _check_sizes(b: Builder, xs, ys, same) -> None:
         if not known:
             ok = b.value("cmp", xs[axis], ys[axis], pred="eq")
             b.create("check", [ok, *xs, *ys],
-                     {"message": copy_size_message(src, dst, axis)}, result_types=[])
+                     {"message": domain.copy_size_message(src, dst, axis)}, result_types=[])

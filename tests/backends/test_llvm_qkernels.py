@@ -1,7 +1,7 @@
 """The hand-written LLVM kernels (``backends.llvm.qkernels``) against the numpy oracle.
 
 Every ISA level this host can run (AVX-512 VNNI, AVX2, portable) is compiled
-and compared bit for bit with ``backends.interp.quantops`` on random and
+and compared bit for bit with ``ninfer_ir.numerics.quantized`` on random and
 adversarial inputs, with record strides that differ from the record size and
 buffers at odd byte offsets. Also: the status word of quantize, the
 instruction selection in the assembly, and the JIT's object cache.
@@ -15,7 +15,7 @@ import struct
 import numpy as np
 import pytest
 
-from ninfer_ir.backends.interp import quantops as oracle
+from ninfer_ir.numerics import quantized as oracle
 from ninfer_ir.backends.llvm import jit as J
 from ninfer_ir.backends.llvm.qkernels import (DOT, DOT_ROWS, QUANTIZE, SIGNATURES, build_module,
                                     decode_status, load_kernels)
