@@ -1,7 +1,8 @@
 """The ``ninfer`` command line (also ``python -m ninfer_ir``).
 
     ninfer run  FILE.py[:kernel] [--target cpu|cuda|interp] [--dim N=4096 ...] [--seed S]
-    ninfer ir   FILE.py[:kernel] [--print-after all|NAMES] [--lowered] [--target cpu|cuda]
+    ninfer ir   FILE.py[:kernel] [--print-after all|NAMES] [--lowered] [--remarks]
+                [--target cpu|cuda]
     ninfer emit FILE.py[:kernel] --kind llvm|asm|cuda|ptx [-o OUT]
     ninfer bench [--quick] [--plot out.png] [--no-scripts]
     ninfer bench FILE.py[:kernel] [--baseline NAME] [--target cpu|cuda] [--dim N=64 ...]
@@ -100,8 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     _kernel_arg(ir)
     ir.add_argument("--print-after", metavar="all|NAMES",
                     help="'all' or comma-separated pass names (canonicalize, cse, licm, dce, "
-                         "fuse, materialize, lower)")
+                         "fuse, materialize, lower, parallelize, select)")
     ir.add_argument("--lowered", action="store_true", help="print the lowered (loop-level) IR")
+    ir.add_argument("--remarks", action="store_true",
+                    help="say for every loop which library kernel it runs as, or why none "
+                         "(lines '// remark: ...' after any IR printed)")
     ir.add_argument("--target", default="cpu", choices=list(EMIT_TARGETS),
                     help="the pipeline's target")
     ir.add_argument("--dump-dir", metavar="DIR", help="write every stage as DIR/NN-pass.nir")
