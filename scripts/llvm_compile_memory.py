@@ -55,7 +55,7 @@ def run_case(case: str, n: int) -> float:
     sys.path.insert(0, ROOT)
     import llvmlite.binding as llvm
 
-    from ninfer_ir.backends.llvm import jit as J
+    from ninfer_ir.backends.llvm.runtime import jit as J
 
     target = J.host_target()
     tm = target.create_target_machine()

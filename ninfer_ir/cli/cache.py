@@ -9,7 +9,7 @@ def _mib(n: int) -> str:
 
 
 def cmd_cache(args) -> int:
-    from ninfer_ir.backends.llvm.objcache import cache_info, clear_cache
+    from ninfer_ir.backends.llvm.runtime.objcache import cache_info, clear_cache
 
     if args.action == "clear":
         removed = clear_cache(args.dir)

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm import jit as jit_module
-from ninfer_ir.backends.llvm import objcache
-from ninfer_ir.backends.llvm.launcher import CompiledKernel
+from ninfer_ir.backends.llvm.runtime import jit as jit_module
+from ninfer_ir.backends.llvm.runtime import objcache
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
 from tests.kernels import KERNELS, assert_same_bits
 
 GEMV = KERNELS["q4k_gemv"]

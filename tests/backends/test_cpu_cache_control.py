@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ninfer_ir.backends.llvm import objcache as C
+from ninfer_ir.backends.llvm.runtime import objcache as C
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

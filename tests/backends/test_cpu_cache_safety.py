@@ -23,8 +23,8 @@ import threading
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm import jit as J
-from ninfer_ir.backends.llvm import objcache as C
+from ninfer_ir.backends.llvm.runtime import jit as J
+from ninfer_ir.backends.llvm.runtime import objcache as C
 
 VICTIM = "define i64 @answer() {\n  ret i64 1\n}\n"
 EVIL = "define i64 @answer() {\n  ret i64 666\n}\n"

@@ -10,8 +10,8 @@ import sys
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm import compile_worker as W
-from ninfer_ir.backends.llvm import jit as J
+from ninfer_ir.backends.llvm.runtime import compile_worker as W
+from ninfer_ir.backends.llvm.runtime import jit as J
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "scripts", "llvm_compile_memory.py")

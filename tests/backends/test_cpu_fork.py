@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm import jit as J
+from ninfer_ir.backends.llvm.runtime import jit as J
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -97,7 +97,7 @@ def test_children_forked_during_a_compile_work(tmp_path, monkeypatch):
 
 
 def test_the_python_pool_works_in_a_forked_child():
-    from ninfer_ir.backends.llvm.launcher import CompiledKernel
+    from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
 
     kernel = CompiledKernel(I.lower(twice, "cpu"), threads=2, native_threads=False)
     x = np.arange(4096, dtype=np.float32)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm.launcher import CompiledKernel
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BAD = [0, -1, True, False, "3", "x", 2.0, 1.5, [2]]

@@ -11,10 +11,10 @@ from hypothesis import given, settings, strategies as st
 import ninfer_ir as I
 from ninfer_ir.numerics.decode import decode_row
 from ninfer_ir.numerics.folds import dot_values
-from ninfer_ir.backends.llvm.builtins import add_half_builtins
-from ninfer_ir.backends.llvm.jit import ISA_LEVELS, JITModule, host_target
-from ninfer_ir.backends.llvm.launcher import compile_module
-from ninfer_ir.backends.llvm.qdecode_rows import add_decode_rows
+from ninfer_ir.backends.llvm.gen.builtins import add_half_builtins
+from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, JITModule, host_target
+from ninfer_ir.backends.llvm.runtime.launcher import compile_module
+from ninfer_ir.backends.llvm.kernels.qdecode_rows import add_decode_rows
 from ninfer_ir.errors import TargetUnavailable
 from ninfer_ir.passes import PassManager, SelectKernels
 from ninfer_ir.sumorder import SumOrder

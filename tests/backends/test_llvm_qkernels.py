@@ -1,4 +1,4 @@
-"""The hand-written LLVM kernels (``backends.llvm.qkernels``) against the numpy oracle.
+"""The hand-written LLVM kernels (``backends.llvm.kernels.qkernels``) against the numpy oracle.
 
 Every ISA level this host can run (AVX-512 VNNI, AVX2, portable) is compiled
 and compared bit for bit with ``ninfer_ir.numerics.quantized`` on random and
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from ninfer_ir.numerics import quantized as oracle
-from ninfer_ir.backends.llvm import jit as J
-from ninfer_ir.backends.llvm import objcache
-from ninfer_ir.backends.llvm.qkernels import (DOT, DOT_ROWS, QUANTIZE, SIGNATURES, build_module,
+from ninfer_ir.backends.llvm.runtime import jit as J
+from ninfer_ir.backends.llvm.runtime import objcache
+from ninfer_ir.backends.llvm.kernels.qkernels import (DOT, DOT_ROWS, QUANTIZE, SIGNATURES, build_module,
                                     decode_status, load_kernels)
 from ninfer_ir.errors import DomainError, TargetUnavailable
 

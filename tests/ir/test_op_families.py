@@ -8,7 +8,7 @@ import ninfer_ir as I
 from ninfer_ir import ops as O
 from ninfer_ir.backends.clike.emitter import RULES as CLIKE_RULES
 from ninfer_ir.backends.interp.interpreter import RULES as INTERP_RULES
-from ninfer_ir.backends.llvm import scalars as llvm_scalars
+from ninfer_ir.backends.llvm.gen import scalars as llvm_scalars
 from ninfer_ir.frontend.calls import CALLS
 from ninfer_ir.frontend.scope import OP_CALLS
 from ninfer_ir.numerics import semantics

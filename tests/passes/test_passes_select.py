@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm.launcher import compile_module
+from ninfer_ir.backends.llvm.runtime.launcher import compile_module
 from ninfer_ir.passes import PassManager, SelectKernels, lower
 from tests.decode.decode_kernels import Q4, packed_inputs
 from tests.kernels import KERNELS as REGISTRY

@@ -46,8 +46,8 @@ import llvmlite.binding as llvm
 
 from ninfer_ir.errors import CompileError, TargetUnavailable
 
-from .compile_worker import CompileWorker, WorkerUnavailable, worker_enabled
-from .objcache import CACHE_FORMAT_VERSION, ObjectCache, default_cache_dir
+from ninfer_ir.backends.llvm.runtime.compile_worker import CompileWorker, WorkerUnavailable, worker_enabled
+from ninfer_ir.backends.llvm.runtime.objcache import CACHE_FORMAT_VERSION, ObjectCache, default_cache_dir
 
 __all__ = [
     "ISA_LEVELS", "HostTarget", "host_target", "ObjectCache", "default_cache_dir",

@@ -41,9 +41,9 @@ import llvmlite.ir as ir
 
 from ninfer_ir.sumorder import SEQ, SumOrder
 
-from .qdecode_orders import RowSums, order_tag
-from .qdecode_plan import plan_for
-from .qdecode_vec import VecBuilder
+from ninfer_ir.backends.llvm.kernels.qdecode_orders import RowSums, order_tag
+from ninfer_ir.backends.llvm.kernels.qdecode_plan import plan_for
+from ninfer_ir.backends.llvm.kernels.qdecode_vec import VecBuilder
 
 __all__ = ["add_decode_rows", "rows_kernel_name", "lanes_for", "VECTORS", "STRIDE_LIMIT",
            "SIGNATURE"]

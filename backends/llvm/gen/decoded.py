@@ -16,9 +16,9 @@ import llvmlite.ir as ir
 from ninfer_ir import ops as O
 from ninfer_ir.types import f16, f32
 
-from . import scalars as S
-from .emitter import i64c, no_lowering
-from .memory import conform, load_element
+from ninfer_ir.backends.llvm.gen import scalars as S
+from ninfer_ir.backends.llvm.gen.emitter import i64c, no_lowering
+from ninfer_ir.backends.llvm.gen.memory import conform, load_element
 from ninfer_ir.backends.abi import Guard
 
 __all__ = ["Decoded", "lower_decode", "READERS"]

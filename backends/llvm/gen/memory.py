@@ -15,8 +15,8 @@ import llvmlite.ir as ir
 
 from ninfer_ir.types import ShapedType
 
-from . import scalars as S
-from .emitter import I8, I8P, I64, STACK_LIMIT, Reg, View, i64c
+from ninfer_ir.backends.llvm.gen import scalars as S
+from ninfer_ir.backends.llvm.gen.emitter import I8, I8P, I64, STACK_LIMIT, Reg, View, i64c
 from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
 
 __all__ = ["lower_dim", "lower_subview", "lower_load", "lower_store", "lower_copy",
@@ -134,7 +134,7 @@ def lower_subview(e, op):
 
 def _nested(e, sizes, body):
     """Loops over every index tuple of ``sizes`` (row-major) calling ``body(idx)``."""
-    from .folds import counted_loop
+    from ninfer_ir.backends.llvm.gen.folds import counted_loop
     if not sizes:
         body([])
         return
@@ -247,7 +247,7 @@ def disjoint(b, x, y):
 
 def copy_grid(e, src, ss0, ss1, dst, ds0, ds1, n0, n1, esize):
     """``dst[i, j] = src[i, j]`` for an ``n0 x n1`` grid of ``esize``-byte elements."""
-    from .folds import counted_loop
+    from ninfer_ir.backends.llvm.gen.folds import counted_loop
     b = e.b
     ty = ir.IntType(8 * esize).as_pointer()
     n1 = i64c(n1) if isinstance(n1, int) else n1

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .qir import (F16, F32, F32P, I8, I8P, I16, I32, I64, const, const_vec, entry_alloca,
+from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, F32P, I8, I8P, I16, I32, I64, const, const_vec, entry_alloca,
                   for_range, half_bits_to_float, i32, i64, intrinsic, load, shuffle, splat, vec,
                   zero)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .decoded import Decoded
-from .emitter import BODY_TYPE, I8P, I64, PAR_TYPE, Emitter, Reg, View, i64c, to_word
+from ninfer_ir.backends.llvm.gen.decoded import Decoded
+from ninfer_ir.backends.llvm.gen.emitter import BODY_TYPE, I8P, I64, PAR_TYPE, Emitter, Reg, View, i64c, to_word
 
 __all__ = ["emit_parallel"]
 

@@ -45,8 +45,8 @@ from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir.types import ShapedType, bf16
 
-from . import scalars as S
-from .emitter import (KERNEL_TYPE, Emitter, I8P, KernelInfo, View, from_word, i64c,
+from ninfer_ir.backends.llvm.gen import scalars as S
+from ninfer_ir.backends.llvm.gen.emitter import (KERNEL_TYPE, Emitter, I8P, KernelInfo, View, from_word, i64c,
                       no_lowering, reg_value, wrap_value)
 from ninfer_ir.backends.abi import REASON_CHECK
 
@@ -68,8 +68,8 @@ def _lower_for(e: Emitter, op):
     inits = [e.value(v) for v in op.inits]
     n = e.trip_count(op, lb, ub, step)
     if e.can_outline and not inits:
-        from .parallel import emit_parallel
-        from .records import rows_worth_threads, selected
+        from ninfer_ir.backends.llvm.gen.parallel import emit_parallel
+        from ninfer_ir.backends.llvm.kernels.records import rows_worth_threads, selected
         rows = selected(op)
         if op.parallel or rows is not None:
             worth = rows_worth_threads(e, rows, n) if rows is not None else None
@@ -123,7 +123,10 @@ def _lower_scalar(e: Emitter, op):
 
 
 def _build_table():
-    from . import decoded, folds, memory, records
+    from ninfer_ir.backends.llvm.gen import decoded
+    from ninfer_ir.backends.llvm.gen import folds
+    from ninfer_ir.backends.llvm.gen import memory
+    from ninfer_ir.backends.llvm.kernels import records
     table = {cls: _lower_scalar for name, cls in O.OPS.items() if name in S.SCALAR_RULES}
     table.update({
         O.ForOp: _lower_for, O.IfOp: _lower_if, O.CheckOp: _lower_check,
@@ -209,11 +212,11 @@ def lower_module(module: Module, *, isa: str | None = None, bounds_checks: bool 
     (every stride a whole number of elements) or ``"byte"`` (any stride)."""
     if strides not in ("element", "byte"):
         raise ValueError(f"strides must be 'element' or 'byte', got {strides!r}")
-    from .builtins import add_half_builtins
-    from .records import add_quantized_library
+    from ninfer_ir.backends.llvm.gen.builtins import add_half_builtins
+    from ninfer_ir.backends.llvm.kernels.records import add_quantized_library
     if not LOWERINGS:
         LOWERINGS.update(_build_table())
-    from .jit import host_target
+    from ninfer_ir.backends.llvm.runtime.jit import host_target
     target = host_target(isa)
     isa = target.isa
     module.verify()
@@ -237,6 +240,6 @@ def emit(module: Module, kind: str = "llvm", *, isa: str | None = None,
     lowered = lower_module(module, isa=isa)
     if kind == "llvm" and not optimized:
         return str(lowered.llvm)
-    from .jit import JITModule
+    from ninfer_ir.backends.llvm.runtime.jit import JITModule
     jit = JITModule(lowered.llvm, isa=lowered.isa)
     return jit.asm() if kind == "asm" else jit.optimized_ir()

@@ -41,11 +41,11 @@ from pathlib import Path
 
 import llvmlite.ir as ir
 
-from .jit import ISA_LEVELS, JITModule, host_target
-from .qdot import DOT, DOT_ROWS, add_dot_simple, add_rows_simple
-from .qdot_vnni import add_dot_vnni, add_rows_vnni
-from .qquantize import NAME as QUANTIZE
-from .qquantize import add_q8k_quantize
+from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, JITModule, host_target
+from ninfer_ir.backends.llvm.kernels.qdot import DOT, DOT_ROWS, add_dot_simple, add_rows_simple
+from ninfer_ir.backends.llvm.kernels.qdot_vnni import add_dot_vnni, add_rows_vnni
+from ninfer_ir.backends.llvm.kernels.qquantize import NAME as QUANTIZE
+from ninfer_ir.backends.llvm.kernels.qquantize import add_q8k_quantize
 
 __all__ = [
     "QUANTIZE", "DOT", "DOT_ROWS", "SIGNATURES", "add_q8k_quantize", "add_q4k_q8k_dot_rows",

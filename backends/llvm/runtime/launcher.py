@@ -34,10 +34,10 @@ from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import BufferType, ShapedType
 from ninfer_ir.backends.interp.eager import bind_arguments
 
-from .codegen import lower_module, slot_layout
-from .jit import JITModule, host_target
+from ninfer_ir.backends.llvm.gen.codegen import lower_module, slot_layout
+from ninfer_ir.backends.llvm.runtime.jit import JITModule, host_target
 from ninfer_ir.backends.abi import ERR_SLOTS, error_for_status
-from .threads import check_threads, par_entry
+from ninfer_ir.backends.llvm.runtime.threads import check_threads, par_entry
 
 __all__ = ["CompiledKernel", "compile_module"]
 

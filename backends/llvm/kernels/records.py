@@ -36,9 +36,9 @@ from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir.quant import q4_k, q8_k
 from ninfer_ir.sumorder import SumOrder
 
-from .emitter import I64, Reg, i64c
-from .folds import ordered_fold
-from .memory import copy_grid, disjoint
+from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, i64c
+from ninfer_ir.backends.llvm.gen.folds import ordered_fold
+from ninfer_ir.backends.llvm.gen.memory import copy_grid, disjoint
 from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
 
 __all__ = ["add_quantized_library", "lower_quantize_into", "lower_quantized_dot",
@@ -55,7 +55,7 @@ ROWS_PARALLEL_RECORDS = 8192   # a row loop this large runs on the pool (about 5
 
 def add_quantized_library(module: ir.Module, isa: str) -> None:
     """Add the three kernels of ``qkernels`` for ``isa`` to ``module``."""
-    from .qkernels import add_quant_kernels
+    from ninfer_ir.backends.llvm.kernels.qkernels import add_quant_kernels
     kernels = add_quant_kernels(module, isa)
     assert set(kernels) == {QUANTIZE, DOT, DOT_ROWS}
 
@@ -192,7 +192,7 @@ def selected(loop):
                           f"its loop", call)
     if found.kernel == "q4k_q8k_dot_rows":
         return found.parts
-    from .qdecode import DecodeRows
+    from ninfer_ir.backends.llvm.kernels.qdecode import DecodeRows
     return DecodeRows(loop, *found.parts)
 
 

@@ -69,9 +69,9 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .qdot import (Q4_QS, Q8_BSUM, Q8_QS, add_dot_simple, declare_rows, reduce_add, row_sum,
+from ninfer_ir.backends.llvm.kernels.qdot import (Q4_QS, Q8_BSUM, Q8_QS, add_dot_simple, declare_rows, reduce_add, row_sum,
                    store_zero_rows)
-from .qir import (F16, F32, I8, I8P, I16, I32, I64, TransposeReducer, const_vec, entry_alloca,
+from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I8P, I16, I32, I64, TransposeReducer, const_vec, entry_alloca,
                   for_range, gather_i32, i32, i64, intrinsic, load, shuffle, splat, store, vec, zero)
 
 LANES = 16              # rows per block (lanes of the float stage)

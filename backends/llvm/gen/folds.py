@@ -24,9 +24,9 @@ from ninfer_ir.numerics.folds import fold_identity
 from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import ScalarType
 
-from . import scalars as S
-from .emitter import I64, Reg, i64c, no_lowering
-from .memory import load_element
+from ninfer_ir.backends.llvm.gen import scalars as S
+from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, i64c, no_lowering
+from ninfer_ir.backends.llvm.gen.memory import load_element
 from ninfer_ir.backends.abi import Guard
 
 __all__ = ["counted_loop", "fold_loop", "ordered_fold", "lower_dot", "lower_reduce"]

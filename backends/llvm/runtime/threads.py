@@ -176,8 +176,8 @@ class NativePool:
     process (again in a forked child, without LLVM)."""
 
     def __init__(self, workers: int, cache_dir=None, use_cache: bool = True):
-        from .jit import JITModule
-        from .pool import MAX_THREADS, build_pool_module
+        from ninfer_ir.backends.llvm.runtime.jit import JITModule
+        from ninfer_ir.backends.llvm.runtime.pool import MAX_THREADS, build_pool_module
         self.jit = JITModule(build_pool_module(), cache_dir=cache_dir, use_cache=use_cache)
         self.max_threads = MAX_THREADS
         self.workers = max(0, min(workers, MAX_THREADS - 1))

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .qir import (F32, F32P, I8, I8P, I16, I32, I64, const, entry_alloca, for_range,
+from ninfer_ir.backends.llvm.kernels.qir import (F32, F32P, I8, I8P, I16, I32, I64, const, entry_alloca, for_range,
                   i64, intrinsic, load, shuffle, splat, store, transpose_reduce, vec, zero)
 
 NAME = "ninfer_q8k_quantize"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from .qir import gather_i32
+from ninfer_ir.backends.llvm.kernels.qir import gather_i32
 
 __all__ = ["VecBuilder"]
 

@@ -29,8 +29,8 @@ the thread pool like a parallel loop, even when not marked parallel.
 """
 from __future__ import annotations
 
-from .emitter import I64, i64c
-from .qdecode_rows import STRIDE_LIMIT, add_decode_rows
+from ninfer_ir.backends.llvm.gen.emitter import I64, i64c
+from ninfer_ir.backends.llvm.kernels.qdecode_rows import STRIDE_LIMIT, add_decode_rows
 
 __all__ = ["DecodeRows", "ROWS_PARALLEL_ELEMENTS"]
 
@@ -68,7 +68,7 @@ class DecodeRows:
 
     def independent(self, e):
         """i1: ``y`` shares no byte with ``p``, ``s`` or ``x``."""
-        from .records import _apart
+        from ninfer_ir.backends.llvm.kernels.records import _apart
         y = self.store.operands[1]
         x = self.dot.operands[0 if self.swapped else 1]
         b = e.b

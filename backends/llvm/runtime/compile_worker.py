@@ -56,7 +56,7 @@ class CompileWorker:
     def __init__(self):
         paths = json.dumps([p for p in sys.path if isinstance(p, str)])
         code = ("import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-                "from ninfer_ir.backends.llvm.compile_worker import serve; serve()")
+                "from ninfer_ir.backends.llvm.runtime.compile_worker import serve; serve()")
         self.pid = os.getpid()
         self.compiles = 0
         try:
@@ -126,8 +126,8 @@ class CompileWorker:
 
 def serve() -> None:
     """The helper's loop: requests on stdin, object code (or an error) on stdout."""
-    from .jit import _ensure_llvm, _optimized_module
-    from .jit import HostTarget
+    from ninfer_ir.backends.llvm.runtime.jit import _ensure_llvm, _optimized_module
+    from ninfer_ir.backends.llvm.runtime.jit import HostTarget
 
     _ensure_llvm()
     machines: dict = {}

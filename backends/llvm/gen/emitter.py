@@ -13,7 +13,7 @@ from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp
 from ninfer_ir.types import ScalarType, ShapedType
 
-from . import scalars as S
+from ninfer_ir.backends.llvm.gen import scalars as S
 from ninfer_ir.backends.abi import ERR_SLOTS, REASON_GUARD, REASON_NO_MEMORY, Guard
 
 __all__ = ["View", "Reg", "KernelInfo", "Emitter", "i64c", "no_lowering", "from_word",
@@ -223,7 +223,7 @@ class Emitter:
         return b.select(b.icmp_signed(">", step, i64c(0)), up, down)
 
     def iterate(self, op, lb, step, k0, k1, inits):
-        from .records import emit_rows, selected
+        from ninfer_ir.backends.llvm.kernels.records import emit_rows, selected
         rows = selected(op) if not inits else None
         if rows is not None:
             emit_rows(self, rows, op, lb, step, k0, k1)
