@@ -106,6 +106,17 @@ def owned(a: np.ndarray, dtype) -> np.ndarray:
     return copy
 
 
+def as_array(fmt_name: str, what: str, obj) -> np.ndarray:
+    """``np.asarray(obj)``, with a :class:`FormatError` for what is no array (a ragged
+    sequence, an object numpy cannot convert)."""
+    try:
+        a = np.asarray(obj)
+    except (ValueError, TypeError) as e:
+        raise FormatError(f"{fmt_name}: {what} must be an array, got {type(obj).__name__} "
+                          f"({e})") from None
+    return a
+
+
 def require_dtype(fmt_name: str, what: str, a: np.ndarray, dtype) -> None:
     if a.dtype != np.dtype(dtype):
         raise FormatError(f"{fmt_name}: {what} must have dtype {np.dtype(dtype)}, got {a.dtype}")
@@ -119,7 +130,7 @@ def first_index(mask: np.ndarray) -> tuple[int, ...]:
 def words16(fmt_name: str, what: str, a, float_dtype_name: str) -> np.ndarray:
     """Accept 16-bit words either as ``uint16`` or as the named 16-bit float
     dtype (``float16``, or ``bfloat16`` from ml_dtypes); return ``uint16`` words."""
-    a = np.asarray(a)
+    a = as_array(fmt_name, what, a)
     if a.dtype == np.uint16:
         return a
     if a.dtype.name == float_dtype_name and a.dtype.itemsize == 2:
@@ -131,7 +142,7 @@ def words16(fmt_name: str, what: str, a, float_dtype_name: str) -> np.ndarray:
 def finite_f32(fmt_name: str, source) -> np.ndarray:
     """A floating-point source as binary32 (round to nearest even); every value must
     stay finite, otherwise :class:`DomainError` names the first offender."""
-    a = np.asarray(source)
+    a = as_array(fmt_name, "the source", source)
     if a.dtype.kind != "f" and a.dtype.name != "bfloat16":
         raise FormatError(f"{fmt_name}: expected a floating-point source, got {a.dtype}")
     if a.ndim < 1 or a.size == 0:

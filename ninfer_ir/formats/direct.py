@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._base import Category, Format, FormatError, owned, require_dtype
+from ._base import Category, Format, FormatError, as_array, owned, require_dtype
 from ._floats import bf16_to_f32
 
 
@@ -34,7 +34,7 @@ class DirectFormat(Format):
     def words(self, source) -> np.ndarray:
         """The logical words of ``source``: its own words if it already is this type
         (as the native dtype or as unsigned words), otherwise a :class:`FormatError`."""
-        a = np.asarray(source)
+        a = as_array(self.name, "the source", source)
         if a.dtype == self.word_dtype:
             return a
         if a.dtype.name == self.native_dtype_name and a.dtype.itemsize == self.word_dtype.itemsize:
@@ -45,7 +45,7 @@ class DirectFormat(Format):
 
     def validate(self, words) -> None:
         """Check the word dtype; every word of a direct format is valid."""
-        require_dtype(self.name, "words", np.asarray(words), self.word_dtype)
+        require_dtype(self.name, "words", as_array(self.name, "words", words), self.word_dtype)
 
     def decode(self, words) -> np.ndarray:
         """The exact value of every word (``float32`` for bf16/fp32, ``int32`` for int32)."""

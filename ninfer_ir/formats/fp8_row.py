@@ -24,8 +24,8 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..errors import DomainError
-from ._base import (Category, Format, FormatError, finite_f32, first_index, frozen, owned,
-                    require_dtype, words16)
+from ._base import (Category, Format, FormatError, as_array, finite_f32, first_index, frozen,
+                    owned, require_dtype, words16)
 from ._floats import (BF16_MIN_SUBNORMAL, E4M3FN_MAX, E4M3FN_VALUES, F16_MIN_SUBNORMAL,
                       bf16_to_f32, f32_to_bf16, f32_to_e4m3fn, f32_to_f16, rescue_zero)
 
@@ -157,7 +157,7 @@ def import_encoded(fmt: Fp8RowFormat, source) -> RowScaledCodes:
     if not isinstance(source, tuple) or len(source) != 2:
         raise FormatError(f"{fmt.name}: import_encoded takes RowScaledCodes or a "
                           "(codes, scales) tuple")
-    codes = np.asarray(source[0])
+    codes = as_array(fmt.name, "codes", source[0])
     require_dtype(fmt.name, "codes", codes, np.uint8)
     words = words16(fmt.name, "scales", source[1], fmt.row_scale.float_dtype_name)
     enc = RowScaledCodes(fmt, owned(codes, np.uint8),

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._base import Category, Format, FormatError, owned, require_dtype
+from ._base import Category, Format, FormatError, as_array, owned, require_dtype
 
 
 class GgufFormat(Format):
@@ -42,7 +42,7 @@ class GgufFormat(Format):
 
     def blocks(self, blocks) -> np.ndarray:
         """Check ``uint8 [..., whole blocks]`` geometry and return the array."""
-        blocks = np.asarray(blocks)
+        blocks = as_array(self.name, "blocks", blocks)
         require_dtype(self.name, "blocks", blocks, np.uint8)
         if blocks.ndim < 1 or blocks.shape[-1] < 1 or blocks.shape[-1] % self.block_bytes:
             raise FormatError(f"{self.name}: rows must hold whole {self.block_bytes}-byte "

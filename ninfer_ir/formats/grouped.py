@@ -19,7 +19,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import DomainError
-from ._base import Category, Format, FormatError, first_index, frozen, require_dtype, words16
+from ._base import Category, Format, FormatError, as_array, first_index, frozen, require_dtype, words16
 
 
 class TwosComplementWords:
@@ -207,7 +207,7 @@ class GroupedFormat(Format):
 
     def unpack(self, packed, scales, k: int) -> GroupedCodes:
         """Inverse of :meth:`pack` for rows of ``k`` logical codes; validates the result."""
-        packed = np.asarray(packed)
+        packed = as_array(self.name, "packed codes", packed)
         require_dtype(self.name, "packed codes", packed, np.uint8)
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise FormatError(f"{self.name}: K must be a positive integer, got {k!r}")

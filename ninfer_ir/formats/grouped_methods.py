@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DomainError
-from ._base import FormatError, finite_f32, first_index, words16
+from ._base import FormatError, as_array, finite_f32, first_index, words16
 from ._floats import F16_MIN_SUBNORMAL, f32_to_f16, rescue_zero
 from .grouped import GroupedCodes, GroupedFormat
 
@@ -98,7 +98,7 @@ def grouped_absmax(fmt: GroupedFormat, source) -> GroupedCodes:
 def _importance(fmt: GroupedFormat, importance, k: int) -> np.ndarray:
     if importance is None:
         return np.ones(k, dtype=np.float64)
-    imp = np.asarray(importance)
+    imp = as_array(fmt.name, "importance", importance)
     if imp.dtype.kind not in "fiu" or imp.shape != (k,):
         raise FormatError(f"{fmt.name}: importance must be one real weight per input "
                           f"channel, shape ({k},), got {imp.dtype} {imp.shape}")
@@ -197,7 +197,7 @@ def _import_fields(fmt: GroupedFormat, source) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(source, tuple) or len(source) != 2:
         raise FormatError(f"{fmt.name}: import_encoded takes GroupedCodes or a "
                           "(codes, scales) tuple")
-    codes, scales = np.asarray(source[0]), source[1]
+    codes, scales = as_array(fmt.name, "codes", source[0]), source[1]
     if codes.dtype.kind not in "iu":
         raise FormatError(f"{fmt.name}: codes must be integers, got {codes.dtype}")
     lo, hi = fmt.code_interval

@@ -19,7 +19,7 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import DomainError
-from ._base import Category, Format, FormatError, first_index, frozen, owned, require_dtype
+from ._base import Category, Format, FormatError, as_array, first_index, frozen, owned, require_dtype
 from ._floats import E2M1_VALUES, E4M3FN_VALUES
 
 GROUP = 16
@@ -119,7 +119,8 @@ def import_encoded(fmt: Nvfp4Format, source) -> Nvfp4Codes:
     if not isinstance(source, tuple) or len(source) != 3:
         raise FormatError(f"{fmt.name}: import_encoded takes Nvfp4Codes or a "
                           "(codes, scales, divisors) tuple")
-    codes, scales, divisors = (np.asarray(a) for a in source)
+    codes, scales, divisors = (as_array(fmt.name, w, a)
+                               for w, a in zip(("codes", "scales", "divisors"), source))
     require_dtype(fmt.name, "codes", codes, np.uint8)
     require_dtype(fmt.name, "scales", scales, np.uint8)
     require_dtype(fmt.name, "divisors", divisors, np.float32)

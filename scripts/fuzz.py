@@ -1,0 +1,102 @@
+"""Differential program fuzzer and hostile-input fuzzing (ninfer_ir.fuzz).
+
+    python scripts/fuzz.py --seed 0 --count 200            # programs 0..199
+    python scripts/fuzz.py --seed 1000 --time 1800 --out fuzz-out
+    python scripts/fuzz.py --parse 2000 --formats 2000     # hostile inputs too
+    python scripts/fuzz.py --seed 17 --count 1 --show      # print one program
+
+Prints programs generated, refused, passed and failed; each failure is reduced to the
+fewest statements that fail the same way, printed, and (with --out) saved as a
+reproducer: ``<out>/seed<S>.py`` (the kernel) and ``<out>/seed<S>.npz`` (its arguments).
+Exit status 1 when anything failed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+from ninfer_ir import fuzz  # noqa: E402
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--count", type=int, default=None, help="programs (default: 50 "
+                    "unless --time is given)")
+    ap.add_argument("--time", type=float, default=None, help="seconds for the program run")
+    ap.add_argument("--isa", action="store_true", help="also the AVX2 and portable ISA levels")
+    ap.add_argument("--no-reduce", action="store_true")
+    ap.add_argument("--parse", type=int, default=0, help="mutated IR texts into I.parse")
+    ap.add_argument("--formats", type=int, default=0, help="random calls into I.formats")
+    ap.add_argument("--out", default=None, help="folder for reproducers")
+    ap.add_argument("--show", action="store_true", help="print each program's source")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    if a.count is not None and a.count < 0 or a.time is not None and a.time < 0:
+        ap.error("--count and --time must be non-negative")
+    count = a.count if a.count is not None or a.time is not None else 50
+    variants = fuzz.VARIANTS + (fuzz.ISA_VARIANTS if a.isa else ())
+    if a.out:
+        os.makedirs(a.out, exist_ok=True)
+
+    def progress(program, res, failure):
+        if a.show:
+            print(program.source())
+        if a.verbose or res.status != "passed":
+            print(f"seed {program.seed}: {res.status} {res.category}", flush=True)
+        if res.status == "refused":
+            print("  " + res.detail.replace("\n", "\n  "))
+        if failure is not None:
+            _report(failure, a.out)
+
+    bad = 0
+    if count != 0:
+        s = fuzz.run_programs(a.seed, count, a.time, variants, not a.no_reduce, progress)
+        print(f"programs generated {s.generated}, refused {s.refused}, passed {s.passed}, "
+              f"failed {s.failed} ({s.seconds:.0f} s)")
+        cats = {}
+        for f in s.failures:
+            cats.setdefault(f.category, []).append(f.seed)
+        for c, seeds in sorted(cats.items()):
+            print(f"  {c}: {len(seeds)} (seeds {', '.join(map(str, seeds[:10]))})")
+        bad += s.failed + s.refused
+    if a.parse:
+        p = fuzz.fuzz_parse(a.seed, a.parse)
+        print(f"parse: cases {p['cases']}, parsed {p['parsed']}, refused (typed) "
+              f"{p['refused']}, failed {len(p['failures'])}")
+        for kind, detail, text in p["failures"][:20]:
+            print(f"  {kind}: {detail}\n    text: {text[:300]!r}")
+        bad += len(p["failures"])
+    if a.formats:
+        f = fuzz.fuzz_formats(a.seed, a.formats)
+        print(f"formats: cases {f['cases']}, accepted {f['accepted']}, refused (typed) "
+              f"{f['refused']}, failed {len(f['failures'])}")
+        for name, what, kind, detail in f["failures"][:20]:
+            print(f"  {name}.{what}: {kind}: {detail}")
+        bad += len(f["failures"])
+    return 1 if bad else 0
+
+
+def _report(failure, out) -> None:
+    print(f"  {failure.detail}".replace("\n", "\n  "))
+    print(f"  sizes {failure.sizes}; reduced program:")
+    print("    " + failure.source.replace("\n", "\n    "))
+    if out:
+        base = os.path.join(out, f"seed{failure.seed}")
+        with open(base + ".py", "w") as f:
+            f.write(f"# {failure.category}: {failure.detail.splitlines()[0]}\n")
+            f.write(f"# arguments: {base}.npz, in parameter order\n")
+            f.write(failure.source)
+        np.savez(base + ".npz", **failure.arguments)
+        print(f"  saved {base}.py and {base}.npz")
+
+
+if __name__ == "__main__":
+    t0 = time.monotonic()
+    sys.exit(main())
