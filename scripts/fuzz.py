@@ -13,7 +13,9 @@ Exit status 1 when anything failed.
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 
@@ -37,6 +39,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="folder for reproducers")
     ap.add_argument("--show", action="store_true", help="print each program's source")
     ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--isolate", type=int, default=0, metavar="K",
+                    help="run programs in child processes, K per child, so that a crash or "
+                         "a hang (--child-timeout) is recorded instead of ending the run")
+    ap.add_argument("--child-timeout", type=float, default=600.0)
+    ap.add_argument("--json", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.count is not None and a.count < 0 or a.time is not None and a.time < 0:
         ap.error("--count and --time must be non-negative")
@@ -56,8 +63,15 @@ def main(argv=None) -> int:
             _report(failure, a.out)
 
     bad = 0
-    if count != 0:
+    if count != 0 and a.isolate:
+        bad += _isolated(a, count)
+    elif count != 0:
         s = fuzz.run_programs(a.seed, count, a.time, variants, not a.no_reduce, progress)
+        if a.json:
+            with open(a.json, "w") as f:
+                json.dump({"generated": s.generated, "refused": s.refused, "passed": s.passed,
+                           "failed": s.failed, "categories": [(x.category, x.seed)
+                                                             for x in s.failures]}, f)
         print(f"programs generated {s.generated}, refused {s.refused}, passed {s.passed}, "
               f"failed {s.failed} ({s.seconds:.0f} s)")
         cats = {}
@@ -83,6 +97,61 @@ def main(argv=None) -> int:
     return 1 if bad else 0
 
 
+def _child(a, seed: int, count: int, path: str):
+    """Run ``count`` programs from ``seed`` in a child; its summary, or "hang"/"crash"."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--seed", str(seed), "--count",
+           str(count), "--json", path] + (["--isa"] if a.isa else []) + (
+           ["--out", a.out] if a.out else []) + (["--no-reduce"] if a.no_reduce else [])
+    try:
+        p = subprocess.run(cmd, timeout=a.child_timeout, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    except subprocess.TimeoutExpired:
+        return "hang", ""
+    if p.returncode not in (0, 1) or not os.path.exists(path):
+        return "crash", f"exit {p.returncode}: {p.stdout[-2000:]}"
+    with open(path) as f:
+        return json.load(f), p.stdout
+
+
+def _isolated(a, count) -> int:
+    import tempfile
+    total = {"generated": 0, "refused": 0, "passed": 0, "failed": 0}
+    cats: dict = {}
+    start, seed = time.monotonic(), a.seed
+    path = os.path.join(tempfile.mkdtemp(prefix="ninfer_fuzz_"), "summary.json")
+    while (count is None or seed < a.seed + count) and (
+            a.time is None or time.monotonic() - start < a.time):
+        k = a.isolate if count is None else min(a.isolate, a.seed + count - seed)
+        res, out = _child(a, seed, k, path)
+        if isinstance(res, dict):
+            print(out, end="", flush=True)
+            parts = [(res, None)]
+        else:                           # one child per program to find the culprit
+            parts = []
+            for s1 in range(seed, seed + k):
+                r1, out1 = _child(a, s1, 1, path)
+                if isinstance(r1, dict):
+                    print(out1, end="", flush=True)
+                    parts.append((r1, None))
+                else:
+                    print(f"seed {s1}: failed {r1}\n  {out1[-1500:]}", flush=True)
+                    parts.append(({"generated": 1, "refused": 0, "passed": 0, "failed": 1,
+                                   "categories": [(r1, s1)]}, None))
+        for r1, _ in parts:
+            for key in total:
+                total[key] += r1[key]
+            for c, s1 in r1["categories"]:
+                cats.setdefault(c, []).append(s1)
+        if os.path.exists(path):
+            os.remove(path)
+        seed += k
+    print(f"programs generated {total['generated']}, refused {total['refused']}, passed "
+          f"{total['passed']}, failed {total['failed']} ({time.monotonic() - start:.0f} s)")
+    for c, seeds in sorted(cats.items()):
+        print(f"  {c}: {len(seeds)} (seeds {', '.join(map(str, seeds[:10]))})")
+    return total["failed"] + total["refused"]
+
+
 def _report(failure, out) -> None:
     print(f"  {failure.detail}".replace("\n", "\n  "))
     print(f"  sizes {failure.sizes}; reduced program:")
@@ -98,5 +167,4 @@ def _report(failure, out) -> None:
 
 
 if __name__ == "__main__":
-    t0 = time.monotonic()
     sys.exit(main())
