@@ -33,6 +33,8 @@ def main(argv=None) -> int:
                     "unless --time is given)")
     ap.add_argument("--time", type=float, default=None, help="seconds for the program run")
     ap.add_argument("--isa", action="store_true", help="also the AVX2 and portable ISA levels")
+    ap.add_argument("--known", action="store_true", help="also the constructs of "
+                    "ninfer_ir.fuzz.EXCLUDED (defects being fixed separately)")
     ap.add_argument("--no-reduce", action="store_true")
     ap.add_argument("--parse", type=int, default=0, help="mutated IR texts into I.parse")
     ap.add_argument("--formats", type=int, default=0, help="random calls into I.formats")
@@ -41,8 +43,10 @@ def main(argv=None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--isolate", type=int, default=0, metavar="K",
                     help="run programs in child processes, K per child, so that a crash or "
-                         "a hang (--child-timeout) is recorded instead of ending the run")
-    ap.add_argument("--child-timeout", type=float, default=600.0)
+                         "a hang is recorded instead of ending the run")
+    ap.add_argument("--program-timeout", type=float, default=600.0,
+                    help="with --isolate: seconds one program may take before it is "
+                         "recorded as a hang")
     ap.add_argument("--json", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.count is not None and a.count < 0 or a.time is not None and a.time < 0:
@@ -51,6 +55,10 @@ def main(argv=None) -> int:
     variants = fuzz.VARIANTS + (fuzz.ISA_VARIANTS if a.isa else ())
     if a.out:
         os.makedirs(a.out, exist_ok=True)
+
+    state = {"seed": a.seed, "since": time.monotonic(),
+             "summary": {"generated": 0, "refused": 0, "passed": 0, "failed": 0,
+                         "categories": [], "next": a.seed}}
 
     def progress(program, res, failure):
         if a.show:
@@ -61,17 +69,23 @@ def main(argv=None) -> int:
             print("  " + res.detail.replace("\n", "\n  "))
         if failure is not None:
             _report(failure, a.out)
+        summary = state["summary"]
+        summary["generated"] += 1
+        summary[res.status] += 1
+        if res.status == "failed":
+            summary["categories"].append((res.category, program.seed))
+        summary["next"] = program.seed + 1
+        _write(a.json, summary)
+        state["seed"], state["since"] = program.seed + 1, time.monotonic()
 
+    if a.json:
+        _watchdog(a, state)
     bad = 0
     if count != 0 and a.isolate:
         bad += _isolated(a, count)
     elif count != 0:
-        s = fuzz.run_programs(a.seed, count, a.time, variants, not a.no_reduce, progress)
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump({"generated": s.generated, "refused": s.refused, "passed": s.passed,
-                           "failed": s.failed, "categories": [(x.category, x.seed)
-                                                             for x in s.failures]}, f)
+        s = fuzz.run_programs(a.seed, count, a.time, variants, not a.no_reduce, progress,
+                              known=a.known)
         print(f"programs generated {s.generated}, refused {s.refused}, passed {s.passed}, "
               f"failed {s.failed} ({s.seconds:.0f} s)")
         cats = {}
@@ -98,19 +112,30 @@ def main(argv=None) -> int:
 
 
 def _child(a, seed: int, count: int, path: str):
-    """Run ``count`` programs from ``seed`` in a child; its summary, or "hang"/"crash"."""
+    """Run programs ``seed .. seed + count - 1`` in a child process; (summary, output).
+
+    The child rewrites the summary after every program (``next``: the first seed not
+    finished) and ends itself when one program runs past ``--program-timeout``; a child
+    that dies leaves the summary of the programs before the one that killed it."""
     cmd = [sys.executable, os.path.abspath(__file__), "--seed", str(seed), "--count",
-           str(count), "--json", path] + (["--isa"] if a.isa else []) + (
-           ["--out", a.out] if a.out else []) + (["--no-reduce"] if a.no_reduce else [])
-    try:
-        p = subprocess.run(cmd, timeout=a.child_timeout, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
-    except subprocess.TimeoutExpired:
-        return "hang", ""
-    if p.returncode not in (0, 1) or not os.path.exists(path):
-        return "crash", f"exit {p.returncode}: {p.stdout[-2000:]}"
-    with open(path) as f:
-        return json.load(f), p.stdout
+           str(count), "--json", path, "--program-timeout", str(a.program_timeout)]
+    cmd += (["--isa"] if a.isa else []) + (["--out", a.out] if a.out else [])
+    cmd += (["--no-reduce"] if a.no_reduce else []) + (["--known"] if a.known else [])
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    res = {"generated": 0, "refused": 0, "passed": 0, "failed": 0, "categories": [],
+           "next": seed}
+    if os.path.exists(path):
+        with open(path) as f:
+            res = json.load(f)
+        os.remove(path)
+    if p.returncode not in (0, 1, 3):           # killed by a signal or an abort: a crash
+        s1 = res["next"]
+        res["generated"] += 1
+        res["failed"] += 1
+        res["categories"].append((f"crash:exit {p.returncode}", s1))
+        res["next"] = s1 + 1
+        print(f"seed {s1}: failed crash (exit {p.returncode})\n  {p.stdout[-1500:]}")
+    return res, p.stdout
 
 
 def _isolated(a, count) -> int:
@@ -123,33 +148,46 @@ def _isolated(a, count) -> int:
             a.time is None or time.monotonic() - start < a.time):
         k = a.isolate if count is None else min(a.isolate, a.seed + count - seed)
         res, out = _child(a, seed, k, path)
-        if isinstance(res, dict):
-            print(out, end="", flush=True)
-            parts = [(res, None)]
-        else:                           # one child per program to find the culprit
-            parts = []
-            for s1 in range(seed, seed + k):
-                r1, out1 = _child(a, s1, 1, path)
-                if isinstance(r1, dict):
-                    print(out1, end="", flush=True)
-                    parts.append((r1, None))
-                else:
-                    print(f"seed {s1}: failed {r1}\n  {out1[-1500:]}", flush=True)
-                    parts.append(({"generated": 1, "refused": 0, "passed": 0, "failed": 1,
-                                   "categories": [(r1, s1)]}, None))
-        for r1, _ in parts:
-            for key in total:
-                total[key] += r1[key]
-            for c, s1 in r1["categories"]:
-                cats.setdefault(c, []).append(s1)
-        if os.path.exists(path):
-            os.remove(path)
-        seed += k
+        print("".join(line + "\n" for line in out.splitlines()
+                      if not line.startswith(("programs generated", "  outcome", "  value",
+                                              "  untyped", "  errtype", "  count", "  slow",
+                                              "  hang", "  crash"))), end="", flush=True)
+        for key in total:
+            total[key] += res[key]
+        for c, s1 in res["categories"]:
+            cats.setdefault(c, []).append(s1)
+        seed = max(res["next"], seed + 1 if res["generated"] == 0 else res["next"])
     print(f"programs generated {total['generated']}, refused {total['refused']}, passed "
           f"{total['passed']}, failed {total['failed']} ({time.monotonic() - start:.0f} s)")
     for c, seeds in sorted(cats.items()):
         print(f"  {c}: {len(seeds)} (seeds {', '.join(map(str, seeds[:10]))})")
     return total["failed"] + total["refused"]
+
+
+def _watchdog(a, state):
+    """End the process when one program runs past ``--program-timeout`` (a hang)."""
+    import threading
+
+    def check():
+        while True:
+            time.sleep(1.0)
+            if time.monotonic() - state["since"] > a.program_timeout:
+                state["summary"]["generated"] += 1
+                state["summary"]["failed"] += 1
+                state["summary"]["categories"].append(("hang", state["seed"]))
+                state["summary"]["next"] = state["seed"] + 1
+                _write(a.json, state["summary"])
+                print(f"seed {state['seed']}: failed hang (over {a.program_timeout:.0f} s)",
+                      flush=True)
+                os._exit(3)
+    threading.Thread(target=check, daemon=True).start()
+
+
+def _write(path, summary) -> None:
+    if path:
+        with open(path + ".tmp", "w") as f:
+            json.dump(summary, f)
+        os.replace(path + ".tmp", path)
 
 
 def _report(failure, out) -> None:

@@ -110,7 +110,8 @@ def _reduce(program, keep, arguments, variants, work, category) -> list:
 
 
 def run_programs(seed: int = 0, count: int | None = 100, seconds: float | None = None,
-                 variants=VARIANTS, reduce: bool = True, progress=None) -> Summary:
+                 variants=VARIANTS, reduce: bool = True, progress=None,
+                 known: bool = False) -> Summary:
     """Generate and check programs ``seed, seed + 1, ...`` until ``count`` or ``seconds``."""
     s = Summary()
     start = time.monotonic()
@@ -119,7 +120,7 @@ def run_programs(seed: int = 0, count: int | None = 100, seconds: float | None =
         k = 0
         while (count is None or k < count) and (seconds is None
                                                 or time.monotonic() - start < seconds):
-            program = generate(seed + k)
+            program = generate(seed + k, known=known)
             res, failure = check_program(program, variants, reduce, workdir=work.path)
             s.generated += 1
             if res.status == "refused":

@@ -16,11 +16,13 @@ import importlib.util
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 
 import numpy as np
 
 VARIANTS = ("cpu1", "cpu2", "hostc", "lowered", "lowered-cuda", "roundtrip")
+SLOW_BUILD = 60.0       # seconds: a variant that takes longer to build is a failure
 ISA_VARIANTS = ("cpu-avx2", "cpu-portable")
 
 
@@ -68,6 +70,7 @@ def _runners(kernel, variants, cache_dir):
         return lowered
 
     for v in variants:
+        t0 = time.monotonic()
         try:
             if v in ("cpu1", "cpu2"):
                 out[v] = I.compile(module, "cpu", threads=int(v[-1]), cache_dir=cache_dir)
@@ -91,7 +94,14 @@ def _runners(kernel, variants, cache_dir):
                 out[v] = lambda *a, m=again: I.interpret(m, *a)
         except Exception as e:          # a build failure is this variant's outcome
             out[v] = e
+        took = time.monotonic() - t0
+        if took > SLOW_BUILD:
+            out[v] = SlowBuild(f"building took {took:.0f} s (limit {SLOW_BUILD:.0f} s)")
     return out
+
+
+class SlowBuild(Exception):
+    """A variant whose build (lowering, compiling) took longer than ``SLOW_BUILD``."""
 
 
 def _call(run, args):
@@ -153,6 +163,8 @@ def compare(program, kernel, args: list, variants=VARIANTS, cache_dir=None,
     if ref_kind == "error" and not _typed(ref):
         return Result("failed", f"interp: untyped {_describe(ref)}", f"untyped:interp:{type(ref).__name__}")
     for name in variants:
+        if isinstance(runners[name], SlowBuild):
+            return Result("failed", f"{name}: {runners[name]}", f"slow:{name}")
         kind, got = _call(runners[name], args)
         if kind == "error" and not _typed(got):
             return Result("failed", f"{name}: untyped {_describe(got)}",

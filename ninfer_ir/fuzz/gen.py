@@ -22,31 +22,29 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-# Constructs left out, each with the reason. A construct is only listed here while a
-# defect in it is being fixed separately; the generator never emits it.
+# Constructs the generator leaves out by default, each with the reason: a defect in it is
+# being fixed separately. ``generate(seed, known=True)`` (``scripts/fuzz.py --known``)
+# emits them too, to show the fuzzer still finds those defects.
 EXCLUDED = {
-    "tensor argument aliasing a buffer argument":
-        "the CPU launcher snapshots tensor arguments, the interpreter does not (being fixed "
-        "separately); the generator passes distinct arrays",
-    "augmented assignment to a whole buffer (buf += t)":
-        "rebinds the name and stores nothing (being fixed separately)",
-    "quantize into a buffer and a grouped decode in one kernel":
-        "the AVX-512 decode code generator crashes on it (being fixed separately)",
-    "static-length slices whose bounds canonicalize to constants inside loops":
-        "canonicalize builds IR that does not verify (being fixed separately)",
-    "overlapping buffer-to-buffer copies":
-        "the interpreter copy of overlapping strided views (fixed separately); only input "
-        "tensors are copied into buffers",
-    "quantize into a buffer with a static record count":
-        "lower refuses a static count from a symbolic input (fixed separately); record "
-        "counts are symbolic",
-    "bounds-check message text":
-        "CPU bounds-check messages differ from the interpreter's (being fixed separately); "
-        "errors are compared by type only",
+    "alias": "a tensor argument aliasing a buffer argument: the CPU launcher snapshots "
+             "tensor arguments, the interpreter does not (the generator always passes "
+             "distinct arrays, even with known=True)",
+    "aug_buffer": "augmented assignment to a whole buffer (buf += t) rebinds the name and "
+                  "stores nothing",
+    "decode_after_quantize": "a quantize into a buffer and a grouped decode in one kernel: "
+                             "the AVX-512 decode code generator crashes",
+    "static_slice_loop": "static-length slices whose bounds canonicalize to constants "
+                         "inside a loop: canonicalize builds IR that does not verify",
+    "overlap_copy": "a buffer view copied onto an overlapping view of the same buffer with "
+                    "other strides: the interpreter copies in numpy's order",
+    "quantize_static_count": "a quantize into a buffer with a static record count from a "
+                             "symbolic input: lower refuses it",
+    "cast_buffer": "I.cast of a whole buffer view is refused",
+    "minmax_static_loop": "a static-length float min/max over a buffer view inside a loop: "
+                          "compile time grows exponentially with the length",
+    "bounds_messages": "CPU bounds-check messages differ from the interpreter's: errors are "
+                       "compared by type only, never by message",
 }
-
-# I.cast of a whole buffer (view) is refused until that is fixed (fixed separately).
-CAST_BUFFERS = False
 
 FLOATS = ("f16", "f32", "f64")
 SINTS = ("i8", "i16", "i32", "i64")
@@ -129,7 +127,8 @@ class Program:
 
 
 class _Gen:
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, known: bool = False):
+        self.known = known
         self.r = random.Random(seed)
         self.seed = seed
         self.params: dict = {}
@@ -144,6 +143,9 @@ class _Gen:
                       "R": r.choice([1, 2, 3, 5] + ([16, 33] if big else [])),
                       "K": r.choice([1, 7, 64, 65, 127, 128, 130, 200, 256, 300]
                                     + ([512, 1000] if big else []))}
+
+    def ok(self, construct: str) -> bool:
+        return self.known or construct not in EXCLUDED
 
     # -- names and parameters ----------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -277,6 +279,7 @@ class _Gen:
                  ("reduce", 5), ("dot", 3), ("rows", 2), ("whole", 4), ("copy", 2),
                  ("quantized", 1), ("decode", 2), ("assert", 1), ("static", 3),
                  ("temp", 3), ("gemm", 2), ("window", 2), ("gather", 1), ("rows2d", 1)]
+        kinds += [(k, 1) for k in KNOWN_STATEMENTS if self.ok(k)]
         kind = self.r.choices([k for k, _ in kinds], [w for _, w in kinds])[0]
         return getattr(self, "st_" + kind)()
 
@@ -440,7 +443,8 @@ class _Gen:
         if depth <= 0 or r.random() < 0.3:
             if r.random() < 0.3 and t in FLOATS + INTS:
                 src = r.choice(FLOATS + INTS)
-                return f"I.cast({self.tensor(src, shape, uses, buffers=CAST_BUFFERS)}, I.{t})"
+                return (f"I.cast({self.tensor(src, shape, uses, buffers=self.ok('cast_buffer'))}"
+                        f", I.{t})")
             return self.tensor(t, shape, uses)
         a = self.tensor_expr(t, shape, uses, depth - 1)
         k = r.random()
@@ -548,9 +552,12 @@ class _Gen:
         q, n = self.fresh("q"), self.fresh("n")
         order = random_order(r)
         lines = []
-        if r.random() < 0.3 and not any(p.fill.startswith("packed") for p in self.params.values()):
-            qb = self.buffer("u8", ("G", 292), uses)
-            lines += [f"{qb}[:] = I.quantize({x}, format=I.quant.q8_k)", f"{q} = {qb}"]
+        decoded = any(p.fill.startswith("packed") for p in self.params.values())
+        if r.random() < 0.3 and (not decoded or self.ok("decode_after_quantize")):
+            g = self.sizes["G"] if self.ok("quantize_static_count") and r.random() < 0.5 else "G"
+            qb = self.buffer("u8", (g, 292), uses)
+            lines += [f"{qb}[:] = I.quantize({x}, format=I.quant.q8_k)",
+                      f"{q} = {qb}" if g == "G" else f"{q} = I.quantize({x}, format=I.quant.q8_k)"]
             self.quantize_into = True
         else:
             lines.append(f"{q} = I.quantize({x}, format=I.quant.q8_k)")
@@ -561,7 +568,7 @@ class _Gen:
 
     def st_decode(self) -> Stmt:
         uses, r = [], self.r
-        if getattr(self, "quantize_into", False):           # see EXCLUDED
+        if getattr(self, "quantize_into", False) and not self.ok("decode_after_quantize"):
             return self.st_dot()
         fmt = r.choice(GROUPED)
         fname = "F_" + fmt.split("_")[0].upper()
@@ -623,6 +630,41 @@ class _Gen:
         return Stmt("rows2d", uses, [f"{o}[:] = I.reduce({view}, kind="
                                      f"{r.choice(['add', 'mul', 'min', 'max'])!r}, order={order!r})"])
 
+    # -- the statements that only reach defects being fixed separately (EXCLUDED) -------
+    def st_aug_buffer(self) -> Stmt:
+        uses, r = [], self.r
+        t = r.choice(FLOATS + INTS)
+        o = self.buffer(t, ("N",), uses)
+        return Stmt("aug_buffer", uses, [f"{o} += {self.tensor_expr(t, ('N',), uses, 1)}"])
+
+    def st_overlap_copy(self) -> Stmt:
+        uses, r = [], self.r
+        t = r.choice(NUMERIC)
+        if r.random() < 0.5:
+            o = self.buffer(t, (3, 3), uses)
+            return Stmt("overlap_copy", uses, [r.choice([f"{o}[1, :] = {o}[:, 2]",
+                                                         f"{o}[:, 0] = {o}[2]"])])
+        o = self.buffer(t, (8,), uses)
+        n, a = r.randint(1, 3), r.randint(1, 2)
+        return Stmt("overlap_copy", uses, [f"{o}[0:{2 * n - 1}:2] = {o}[{a}:{a + n}]"])
+
+    def st_static_slice_loop(self) -> Stmt:
+        uses, r = [], self.r
+        a = self.tensor("f32", (4,), uses)
+        o = self.buffer("f32", (1,), uses)
+        i = self.fresh("i")
+        return Stmt("static_slice_loop", uses, [f"for {i} in range(1):",
+                                                f"    {o}[{i}] = I.sum({a}[{i}:3])"])
+
+    def st_minmax_static_loop(self) -> Stmt:
+        uses, r = [], self.r
+        y = self.buffer("f32", (64,), uses)
+        o = self.buffer("f32", ("N",), uses)
+        i = self.fresh("i")
+        return Stmt("minmax_static_loop", uses, [
+            f"for {i} in I.range({o}.shape[0]):",
+            f"    {o}[{i}] = {r.choice(['I.min', 'I.max'])}({y}[0:{r.randint(22, 27)}])"])
+
     def st_assert(self) -> Stmt:
         uses = []
         i = self.fresh("i")
@@ -643,6 +685,9 @@ class _Gen:
         lines = [f"for {i} in I.range({s}):",
                  f"    {o}[{s - 1} - {i}] = {self.expr(t, env, r.randint(1, 3))}"]
         return Stmt("static", uses, lines)
+
+
+KNOWN_STATEMENTS = ("aug_buffer", "overlap_copy", "static_slice_loop", "minmax_static_loop")
 
 
 def dt(t: str) -> str:
@@ -674,9 +719,10 @@ class Env:
         return r.choice([i, f"({i} + 1)", f"({i} * 2)", f"({i} // 2)"])
 
 
-def generate(seed: int, n_stmts: int | None = None) -> Program:
-    """A random valid kernel (deterministic in ``seed``)."""
-    g = _Gen(seed)
+def generate(seed: int, n_stmts: int | None = None, known: bool = False) -> Program:
+    """A random valid kernel (deterministic in ``seed``); ``known``: also the constructs
+    of ``EXCLUDED``."""
+    g = _Gen(seed, known)
     n = n_stmts if n_stmts is not None else g.r.randint(1, 4)
     stmts = [g.statement() for _ in range(n)]
     return Program(seed, g.sizes, g.params, stmts, g.formats)
