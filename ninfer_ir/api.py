@@ -6,11 +6,9 @@ implementation packages can import the core without cycles.
 """
 from __future__ import annotations
 
+from . import targets as _targets
 from .errors import NinferError, TargetUnavailable
 from .ir import Module
-
-TARGETS = ("interp", "cpu", "cuda")
-EMIT_KINDS = {"cpu": ("llvm", "asm"), "cuda": ("cuda", "ptx")}
 
 
 def module_of(kernel) -> Module:
@@ -21,11 +19,6 @@ def module_of(kernel) -> Module:
     if isinstance(ir, Module):
         return ir
     raise NinferError(f"expected an @I.kernel function or an IR Module, got {type(kernel).__name__}")
-
-
-def _check_target(target: str) -> None:
-    if target not in TARGETS:
-        raise NinferError(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
 
 
 def interpret(kernel, *args, counters=None, func_name=None, **kwargs):
@@ -42,9 +35,9 @@ def lower(kernel, target: str = "cpu", print_after=None, dump_dir=None, report=F
     ``dump_dir``: a folder that receives every stage as a ``.nir`` file;
     ``report=True`` also returns the pipeline report (timings, peak local bytes).
     """
-    _check_target(target)
+    row = _targets.get(target)
     from ninfer_ir.passes.pipeline import lower as _lower
-    module, rep = _lower(module_of(kernel), target=target if target != "interp" else "cpu",
+    module, rep = _lower(module_of(kernel), target=row.pipeline or "cpu",
                          print_after=print_after, dump_dir=dump_dir)
     return (module, rep) if report else module
 
@@ -52,36 +45,34 @@ def lower(kernel, target: str = "cpu", print_after=None, dump_dir=None, report=F
 def compile(kernel, target: str = "cpu", print_after=None, dump_dir=None, threads=None,
             cache_dir=None):
     """Compile for ``target`` ("interp" | "cpu" | "cuda") and return a callable kernel."""
-    _check_target(target)
+    row = _targets.get(target)
     module = module_of(kernel)
-    if target == "interp":
-        from ninfer_ir.backends.interp.interpreter import InterpretedKernel
-        return InterpretedKernel(module)
+    build = _targets.resolve(row.compile)
+    if row.pipeline is None:
+        return build(module)
     lowered, rep = lower(module, target, print_after=print_after, dump_dir=dump_dir, report=True)
-    if target == "cpu":
-        from ninfer_ir.backends.llvm.launcher import compile_module
-        return compile_module(lowered, threads=threads, cache_dir=cache_dir, report=rep)
-    from ninfer_ir.backends.cuda.runtime import gpu_available
-    ok, why = gpu_available()
-    if not ok:
-        raise TargetUnavailable(f"target 'cuda' cannot run here: {why}")
-    from ninfer_ir.backends.cuda.launcher import compile_module as _cuda_compile
-    return _cuda_compile(lowered, report=rep)
+    if row.available is not None:
+        ok, why = _targets.resolve(row.available)()
+        if not ok:
+            raise TargetUnavailable(f"target {target!r} cannot run here: {why}")
+    options = {k: v for k, v in (("threads", threads), ("cache_dir", cache_dir))
+               if k in row.options or v is not None}
+    unknown = sorted(set(options) - set(row.options))
+    if unknown:
+        raise NinferError(f"target {target!r} takes no option {', '.join(unknown)}")
+    return build(lowered, report=rep, **options)
 
 
 def emit(kernel, target: str = "cpu", kind: str | None = None) -> str:
     """Source text for ``target``: ``llvm``/``asm`` (cpu) or ``cuda``/``ptx`` (cuda).
 
     Works without a GPU for every target."""
-    if target not in EMIT_KINDS:
-        raise NinferError(f"I.emit supports targets {', '.join(EMIT_KINDS)}, got {target!r}")
-    kinds = EMIT_KINDS[target]
+    row = _targets.get(target)
+    kinds = row.emit_kinds
+    if not kinds:
+        raise NinferError(f"I.emit supports targets {', '.join(_targets.EMIT_TARGETS)}, "
+                          f"got {target!r}")
     kind = kind or kinds[0]
     if kind not in kinds:
         raise NinferError(f"target {target!r} emits {' or '.join(kinds)}, not {kind!r}")
-    lowered = lower(kernel, target)
-    if target == "cpu":
-        from ninfer_ir.backends.llvm.codegen import emit as _emit
-        return _emit(lowered, kind=kind)
-    from ninfer_ir.backends.cuda.emitter import emit as _cuda_emit
-    return _cuda_emit(lowered, kind=kind)
+    return _targets.resolve(row.emit)(lower(kernel, target), kind=kind)

@@ -189,6 +189,12 @@ class CopyOp(Operation):
                 raise self.error(f"cannot copy {src} into {dst}: shapes differ")
 
 
+def copy_size_message(axis: int) -> str:
+    """The run-time error of a ``copy`` whose source and destination sizes differ, first
+    on ``axis``: the interpreter, the checks ``lower`` places and the backends say this."""
+    return f"'copy': cannot copy shape: source and destination sizes differ on axis {axis}"
+
+
 # -- elementwise ------------------------------------------------------------------
 
 def _elementwise_result(op, types):
@@ -327,16 +333,18 @@ class CastOp(Operation):
             return None
         t = self.operands[0].type
         to = self.attrs["to"]
-        return [t.with_dtype(to) if isinstance(t, ShapedType) else to]
+        return [TensorType(to, t.shape) if isinstance(t, ShapedType) else to]
 
     def verify_(self):
         n_operands(self, 1)
+        n_results(self, 1)
         attr(self, "to", ScalarType, "a dtype")
         t = self.operands[0].type
-        if isinstance(t, BufferType):
-            raise self.error("cast takes a tensor or scalar value, not a buffer")
-        if not isinstance(t, (ScalarType, TensorType)):
+        if not isinstance(t, (ScalarType, ShapedType)):
             raise self.error(f"cannot cast {t}")
+        if isinstance(self.result.type, BufferType):
+            raise self.error(f"the result of a cast is a value, not a buffer: "
+                             f"{self.result.type}")
 
 
 class BitcastOp(CastOp):

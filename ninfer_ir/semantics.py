@@ -10,6 +10,9 @@ rounding are explicit here.
 - Shifts: an amount (read as unsigned) >= the width gives 0 (``shl``, unsigned
   ``shr``) or the sign fill (signed ``shr``).
 - Floats: IEEE binary16/32/64 with round-to-nearest-even; no FMA, no flush to zero.
+  A NaN produced from non-NaN operands (``0/0``, ``inf - inf``, ``0 * inf``, ``x % 0``,
+  ``inf % y``) is ``produced_nan``: sign set, quiet, zero payload (the x86-64 default
+  NaN). One NaN operand gives that NaN, quieted.
   ``min``/``max`` propagate NaN and order -0 < +0 (IEEE 754-2019 minimum/maximum).
 - Comparisons on floats are ordered: any NaN gives false, except ``ne``.
 - Casts: int->int wraps or extends; int->float and float->float round to nearest
@@ -159,12 +162,27 @@ BINARY = {
 }
 
 
+_PRODUCED_NAN_BITS = {16: 0xFE00, 32: 0xFFC00000, 64: 0xFFF8000000000000}
+
+
+def produced_nan(t: ScalarType) -> np.ndarray:
+    """The NaN of float dtype ``t`` that an op produces from non-NaN operands."""
+    bits = _PRODUCED_NAN_BITS[t.bits]
+    return np.asarray(bits, dtype=np.dtype(f"u{t.bits // 8}")).view(t.np_dtype)
+
+
 def binary(name: str, a, b, t: ScalarType):
     """Evaluate binary op ``name`` on values of dtype ``t`` (broadcasting a scalar)."""
     if t is bf16:
         raise TypeError("bf16 values are only cast or bitcast; cast to f32 to compute")
     with _quiet():
-        return np.asarray(BINARY[name](_as(a, t), _as(b, t), t), dtype=t.np_dtype)
+        a, b = _as(a, t), _as(b, t)
+        r = np.asarray(BINARY[name](a, b, t), dtype=t.np_dtype)
+        if t.is_float and name in ("add", "sub", "mul", "div", "rem"):
+            nan = np.isnan(r)
+            if nan.any():     # numpy leaves a produced NaN to the hardware: pin it
+                r = np.where(nan & ~np.isnan(a) & ~np.isnan(b), produced_nan(t), r)
+        return r
 
 
 # -- unary rules -------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Regenerates ``docs/passes.md`` from the real ``print_after="all"`` output.
 
-    python -m passes._docgen          # rewrites docs/passes.md
-    python -m passes._docgen --check  # exit status 1 when the file is out of date
+    python -m ninfer_ir.passes._docgen          # rewrites docs/passes.md
+    python -m ninfer_ir.passes._docgen --check  # exit status 1 when the file is out of date
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ninfer_ir import semantics
 from ninfer_ir.builder import Builder, region_with_block
+from ninfer_ir.ops import copy_size_message
 from ninfer_ir.types import ScalarType, ShapedType, index
 
 from .analysis import FUSED, bound_le, const_value, in_range, is_fused
@@ -174,7 +175,6 @@ def check_same_dim(b: Builder, dims, a, b_val, axis: int) -> None:
         return
     x, y = dims.value(b, a, axis), dims.value(b, b_val, axis)
     ok = b.value("cmp", x, y, pred="eq")
-    b.create("check", [ok], {"message": f"'copy': shapes differ at run time on axis {axis}"},
-             result_types=[])
+    b.create("check", [ok], {"message": copy_size_message(axis)}, result_types=[])
 
 

@@ -14,10 +14,10 @@
 * Returned values become trailing output-buffer parameters; the function's
   ``returns`` attribute holds their count. A returned tensor is computed straight into
   its output buffer.
-* ``check`` ops guard ``load``/``store``/``subview`` indices (and ``copy`` shapes) that
-  are not provably in range. An index of a loop from 0 (step >= 1) to an upper bound
-  that is a ``dim`` of an axis of the same size, or a constant below a static size,
-  needs none.
+* ``check`` ops guard ``load``/``store``/``subview`` indices (and ``copy`` shapes, and
+  the record count of a ``quantize`` destination) that are not provably in range. An
+  index of a loop from 0 (step >= 1) to an upper bound that is a ``dim`` of an axis of
+  the same size, or a constant below a static size, needs none.
 """
 from __future__ import annotations
 
@@ -196,6 +196,7 @@ class _FuncLowering:
     def _compute_into(self, b, op, dest):
         name = op.name
         if name == "quantize":
+            check_same_dim(b, self.dims, op.operands[0], dest, 0)
             if _fused_value(op.operands[0]):
                 self._quantize_per_record(b, op, dest)
             else:

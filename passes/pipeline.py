@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from ninfer_ir.errors import TargetUnavailable
 from ninfer_ir.ir import FuncOp, Module
+from ninfer_ir.targets import TARGETS
 
 from .canonicalize import Canonicalize
 from .cse import CSE
@@ -37,12 +38,15 @@ from .materialize import Materialize
 from .parallelize import Parallelize
 from .peak import peak_bytes
 
-TARGETS = ("interp", "cpu", "cuda")
+PIPELINES = ("cpu", "cuda")
 
 
 def default_passes(target: str = "cpu") -> list:
-    """The pass list for ``target``; every target takes the same loop-level IR."""
-    if target not in TARGETS:
+    """The pass list for ``target`` (a row of ``ninfer_ir.targets``, or a pipeline name);
+    every target takes the same loop-level IR."""
+    if target in TARGETS:
+        target = TARGETS[target].pipeline or "cpu"
+    if target not in PIPELINES:
         raise TargetUnavailable(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
     passes = [Canonicalize(), CSE(), LICM(), DCE(), Fuse(), Materialize(), Lower(),
               Canonicalize(), CSE(), LICM(), DCE()]

@@ -340,7 +340,7 @@ class CLikeEmitter:
     def guard(self, cond: str, spec, nums):
         if not self.guards_on:
             return
-        from ninfer_ir.backends.llvm.status import REASON_GUARD, Guard
+        from ninfer_ir.backends.abi import REASON_GUARD, Guard
         kind, op, axis = spec[:3]
         gid = len(self.plan.guards)
         self.plan.guards.append(Guard(kind, op, axis, spec[3] if len(spec) > 3 else ""))
@@ -456,7 +456,7 @@ class CLikeEmitter:
         return [_wrap(r.type, n) for r, n in zip(op.results, names)]
 
     def lower_check(self, op):
-        from ninfer_ir.backends.llvm.status import REASON_CHECK
+        from ninfer_ir.backends.abi import REASON_CHECK
         cid = self.plan.checks.index(op)
         self.line(f"if (!{self.value(op.operands[0])}) {self.fail_stmt(str(cid * 8 + REASON_CHECK))}")
 

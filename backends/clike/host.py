@@ -45,10 +45,10 @@ class HostCEmitter(CLikeEmitter):
     }
 
     def library(self) -> str:
-        from ninfer_ir.backends.cuda import qkernels
-        parts = [qkernels.PRELUDE]
+        from ninfer_ir.backends.clike import library
+        parts = [library.PRELUDE]
         if self.quantized:
-            parts.append(qkernels.RECORD_FUNCTIONS)
+            parts.append(library.RECORD_FUNCTIONS)
         parts += [TYPEDEFS, P.fail_helpers("static")]
         return "".join(parts)
 

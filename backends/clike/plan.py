@@ -21,7 +21,7 @@ already passed them); every other scalar is written by its single-worker unit to
 
 Control block (``nq_u64 ctl[]``, ``CTL_*`` offsets): the failed unit + 1 (0: none),
 a spin lock, the failing key (iteration or record index: the lowest wins, which is
-the interpreter's first failure), the status word (``backends/llvm/status.py``),
+the interpreter's first failure), the status word (``backends/abi.py``),
 the error block of the guard numbers, the arena layout words, then the frame.
 Every unit starts by returning if an earlier unit failed.
 
@@ -223,7 +223,7 @@ def error_for(plan: FuncPlan, ctl) -> Exception | None:
     """The exception a finished call's control block reports, or None."""
     if int(ctl[CTL_FAILED]) == 0:
         return None
-    from ninfer_ir.backends.llvm.status import error_for_status
+    from ninfer_ir.backends.abi import error_for_status
     status = int(ctl[CTL_STATUS])
     nums = [int(np.int64(np.uint64(x))) for x in ctl[CTL_ERR:CTL_ERR + ERR_SLOTS]]
     return error_for_status(status, nums, plan.checks, plan.guards)

@@ -15,6 +15,8 @@ host C and CUDA. Every rule reproduces the interpreter bit for bit:
   ``-ffp-contract=off``); ``rem`` is an exact integer ``fmod`` (CUDA's ``fmodf``
   contains FMA instructions); ``neg``/``abs`` flip or clear the sign bit;
 - ``min``/``max`` propagate NaN as the canonical quiet NaN and order -0 < +0;
+- a NaN produced from non-NaN operands (``0/0``, ``inf - inf``, ``x % 0``, ...) is
+  ``semantics.produced_nan``, selected after the primitive (CUDA's is ``0x7fffffff``);
 - ``f16`` and ``bf16`` are 16-bit words: f16 arithmetic is done in f32 and rounded
   once (exact for + - * / since 24 >= 2*11+2), conversions are integer code with
   numpy's rounding and NaN rules; ``bf16`` only converts through f32;
@@ -51,6 +53,8 @@ typedef unsigned short nq_bf16;
 _UINT_TYPES = {1: u8, 2: u16, 4: u32, 8: u64}
 _UINT_OF = {8: "nq_u8", 16: "nq_u16", 32: "nq_u32", 64: "nq_u64"}
 _CANONICAL_NAN = {32: "0x7fc00000u", 64: "0x7ff8000000000000ull"}
+_PRODUCED_NAN = {32: "0xffc00000u", 64: "0xfff8000000000000ull"}   # semantics.produced_nan
+_QUIET_BIT = {32: "0x00400000u", 64: "0x0008000000000000ull"}
 
 
 def c_type(t: ScalarType) -> str:
@@ -306,16 +310,18 @@ class Library:
     def _float_binary(self, tag, name, t):
         w = t.bits
         T = c_type(t)
-        if name in ("add", "sub", "mul", "div"):
-            return self.define(tag, "$FN $T $NAME($T a, $T b) { return $P; }\n", T=T,
-                               P=self.prim(f"f{name}{w}"))
         if w == 64:
             self.bits64()
+        bits = "nq_bits" if w == 32 else "nq_bits64"
+        from_bits = "nq_from_bits" if w == 32 else "nq_from_bits64"
+        if name in ("add", "sub", "mul", "div"):   # a produced NaN is pinned (CUDA's differs)
+            return self.define(tag, "$FN $T $NAME($T a, $T b) {\n    const $T r = $P;\n"
+                                    "    return (r != r && a == a && b == b) ? $FROM($NAN) : r;\n}\n",
+                               T=T, P=self.prim(f"f{name}{w}"), FROM=from_bits,
+                               NAN=_PRODUCED_NAN[w])
         if name == "rem":
             return self._fmod(tag, t)
         if name in ("min", "max"):
-            bits = "nq_bits" if w == 32 else "nq_bits64"
-            from_bits = "nq_from_bits" if w == 32 else "nq_from_bits64"
             top = "0x80000000u" if w == 32 else "0x8000000000000000ull"
             pick = ("a < b || (a == b && ($BITS(a) & $TOP))" if name == "min"
                     else "a > b || (a == b && !($BITS(a) & $TOP))")
@@ -338,8 +344,8 @@ class Library:
     $U ux = $BITS(x), uy = $BITS(y), sx = ux & ($ONE << $TOPBIT);
     int ex = (int)((ux >> $MANT) & $EMASK), ey = (int)((uy >> $MANT) & $EMASK);
     $U mx, my, r;
-    if ((uy << 1) == 0 || ex == (int)$EMASK || y != y)
-        return $FROM(sx | $NANBITS);
+    if (x != x || y != y) return $FROM((x != x ? ux : uy) | $QUIET);
+    if ((uy << 1) == 0 || ex == (int)$EMASK) return $FROM($NANBITS);
     if ((ux << 1) <= (uy << 1)) return (ux << 1) == (uy << 1) ? $FROM(sx) : x;
     if (ex == 0) { for (r = ux << ($W - $MANT - 1); (r >> ($W - 1)) == 0; r <<= 1) ex--; mx = ux << (1 - ex); }
     else mx = (ux & (($ONE << $MANT) - 1)) | ($ONE << $MANT);
@@ -355,7 +361,7 @@ class Library:
     return $FROM(sx | (mx >> (1 - ex)));
 }
 """, T=c_type(t), U=U, MANT=mant, EMASK=emask, ONE=one, W=w, TOPBIT=w - 1, BITS=bits,
-            FROM=from_bits, NANBITS=_CANONICAL_NAN[w])
+            FROM=from_bits, NANBITS=_PRODUCED_NAN[w], QUIET=_QUIET_BIT[w])
 
     def _int_binary(self, tag, name, t):
         T, W = c_type(t), _wide(t)

@@ -256,8 +256,10 @@ def _same_shape(op, *arrays):
 def _copy(run, step, vals):
     src, dst = vals
     if src.shape != dst.shape:
-        raise DomainError(f"'copy': cannot copy shape {list(src.shape)} into "
-                          f"{list(dst.shape)}")
+        axis = next((a for a, (m, n) in enumerate(zip(src.shape, dst.shape)) if m != n), 0)
+        raise DomainError(O.copy_size_message(axis))
+    if np.may_share_memory(dst, src):
+        src = src.copy()             # value semantics: read every element before any write
     np.copyto(dst, src)
 
 
@@ -437,7 +439,7 @@ _PREPARE.update({O.ConstantOp: _prep_constant, O.QuantizedDotOp: _prep_order})
 
 def _resolve(obj, func_name):
     if isinstance(obj, str):
-        from ninfer_ir import parse
+        from ninfer_ir.frontend.textual import parse
         obj = parse(obj)
     if isinstance(obj, FuncOp):
         if func_name is not None and func_name != obj.sym_name:

@@ -25,7 +25,7 @@ Calling convention (one exported function per IR function ``@f``)::
   failing iteration, as in the interpreter. Each range needs its own error block;
   ``par`` copies the reported range's block to ``err``.
 - ``err`` points to ``i64[status.ERR_SLOTS]``: the numbers of a failed guard.
-- The result is the status word (``backends/llvm/status.py``).
+- The result is the status word (``backends/abi.py``).
 
 Element loads and stores are ``align 1``, so no alignment is required of any view.
 ``alloc`` is a zeroed heap block (``calloc``), or a zeroed entry-block ``alloca``
@@ -47,7 +47,7 @@ from ninfer_ir.types import ShapedType, bf16
 from . import scalars as S
 from .emitter import (KERNEL_TYPE, Emitter, I8P, KernelInfo, View, from_word, i64c,
                       no_lowering, reg_value, wrap_value)
-from .status import REASON_CHECK
+from ninfer_ir.backends.abi import REASON_CHECK
 
 __all__ = ["Lowered", "lower_module", "emit", "LOWERINGS", "LEGALIZED_AWAY", "STRUCTURAL"]
 

@@ -18,7 +18,7 @@ from ninfer_ir.types import f16, f32
 from . import scalars as S
 from .emitter import i64c, no_lowering
 from .memory import conform, load_element
-from .status import Guard
+from ninfer_ir.backends.abi import Guard
 
 __all__ = ["Decoded", "lower_decode", "READERS"]
 

@@ -14,7 +14,7 @@ from ninfer_ir.ir import FuncOp
 from ninfer_ir.types import ScalarType, ShapedType
 
 from . import scalars as S
-from .status import ERR_SLOTS, REASON_GUARD, REASON_NO_MEMORY, Guard
+from ninfer_ir.backends.abi import ERR_SLOTS, REASON_GUARD, REASON_NO_MEMORY, Guard
 
 __all__ = ["View", "Reg", "KernelInfo", "Emitter", "i64c", "no_lowering", "from_word",
            "to_word", "I8", "I64", "I8P", "I64P", "KERNEL_TYPE", "BODY_TYPE", "PAR_TYPE",

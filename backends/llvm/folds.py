@@ -27,7 +27,7 @@ from ninfer_ir.types import ScalarType
 from . import scalars as S
 from .emitter import I64, Reg, i64c, no_lowering
 from .memory import load_element
-from .status import Guard
+from ninfer_ir.backends.abi import Guard
 
 __all__ = ["counted_loop", "fold_loop", "ordered_fold", "lower_dot", "lower_reduce"]
 
@@ -183,12 +183,32 @@ def lower_dot(e, op):
                             _identity("add", t), order))
 
 
+def _float_minmax_fold(e, x, kind, t):
+    """A float ``min``/``max`` fold: ``llvm.minimum``/``maximum`` alone along the chain
+    (NaN propagates), then the canonical NaN once at the end when the result is a NaN
+    and at least two elements were combined (one element is returned as it is).
+
+    The elementwise rule selects the canonical NaN at every step, so each partial
+    result feeds two users; once LLVM fully unrolls a static-length fold inside a loop,
+    LoopVectorize's uniformity walk (``isUniformAcrossVFsAndUFs``, not memoized) visits
+    that chain in time exponential in its length. Here each partial result has one user.
+    """
+    b = e.b
+    n = x.shape[0]
+    r = seq_fold(e, i64c(0), n, lambda k: load_element(b, x, [k]),
+                 lambda p, q: S.float_minmax(b, kind, p, q), _identity(kind, t))
+    combined_nan = b.and_(b.icmp_signed(">", n, i64c(1)), b.fcmp_unordered("uno", r, r))
+    return b.select(combined_nan, S.float_nan(t), r)
+
+
 def lower_reduce(e, op):
     b = e.b
     x = _vector(e, op, op.operands[0])
     t, kind = x.dtype, op.attrs["kind"]
     if t.bits == 16 and t.is_float and t.np_dtype == np.uint16:
         raise no_lowering(op, " on bf16 (cast to f32 to compute)")
+    if t.is_float and kind in ("min", "max"):
+        return Reg(_float_minmax_fold(e, x, kind, t))
     order = None
     if t.is_float and kind in ("add", "mul"):
         order = SumOrder.parse(op.attrs.get("order", "seq"))

@@ -28,8 +28,7 @@ from pathlib import Path
 import llvmlite.ir as ir
 import numpy as np
 
-import ninfer_ir
-
+from ninfer_ir import errors as errors_module
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import BufferType, ShapedType
@@ -37,7 +36,7 @@ from ninfer_ir.backends.interp.eager import bind_arguments
 
 from .codegen import lower_module, slot_layout
 from .jit import JITModule, host_target
-from .status import ERR_SLOTS, error_for_status
+from ninfer_ir.backends.abi import ERR_SLOTS, error_for_status
 from .threads import par_entry
 
 __all__ = ["CompiledKernel", "compile_module"]
@@ -82,18 +81,15 @@ _data_address = _choose_data_address()
 
 # The sources whose text decides the LLVM code emitted for a loop-level module: every
 # module of this package and the IR core modules the emitter reads.
-_GENERATOR_SOURCES = ("ir.py", "ops.py", "types.py", "quant.py", "semantics.py",
-                      "sumorder.py", "errors.py")
-
-
 @lru_cache(maxsize=None)
 def generator_digest() -> str:
-    """sha256 over the code generator's source files (names and contents)."""
-    here = Path(__file__).resolve().parent
-    core = Path(ninfer_ir.__file__).resolve().parent
+    """sha256 over the source of the whole package (names and contents): any change to
+    the compiler, the numerics or the runtime makes earlier cache entries unusable."""
+    top = Path(errors_module.__file__).parent          # ninfer_ir/ (links to the rest)
     h = hashlib.sha256()
-    files = [("backends/llvm/" + p.name, p) for p in sorted(here.glob("*.py"))]
-    files += [("ninfer_ir/" + name, core / name) for name in _GENERATOR_SOURCES]
+    files = sorted((Path(d, f).relative_to(top).as_posix(), Path(d, f))
+                   for d, _, names in os.walk(top, followlinks=True) for f in names
+                   if f.endswith(".py"))
     for name, path in files:
         data = path.read_bytes()
         h.update(f"{name}\0{len(data)}\0".encode())
@@ -174,7 +170,7 @@ class _Lowering:
 
 def _choose(module, func_name):
     if isinstance(module, str):
-        from ninfer_ir import parse
+        from ninfer_ir.frontend.textual import parse
         module = parse(module)
     if isinstance(module, FuncOp):
         return Module([module]), module

@@ -17,7 +17,7 @@ from ninfer_ir.types import ShapedType
 
 from . import scalars as S
 from .emitter import I8, I8P, I64, STACK_LIMIT, Reg, View, i64c
-from .status import REASON_NO_MEMORY, Guard
+from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
 
 __all__ = ["lower_dim", "lower_subview", "lower_load", "lower_store", "lower_copy",
            "lower_alloc", "lower_dealloc", "element_ptr", "load_element", "conform",

@@ -37,7 +37,7 @@ from ninfer_ir.sumorder import SumOrder
 from .emitter import I64, Reg, i64c
 from .folds import ordered_fold
 from .memory import copy_grid, disjoint
-from .status import REASON_NO_MEMORY, Guard
+from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
 
 __all__ = ["add_quantized_library", "lower_quantize_into", "lower_quantized_dot",
            "match_rows", "emit_rows"]

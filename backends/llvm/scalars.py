@@ -18,6 +18,8 @@ Each rule reproduces ``ninfer_ir.semantics`` exactly, without fast-math flags:
   conversions do (never quieted; narrowing keeps the top payload bits, at least
   1), where the hardware instructions would quiet it.
 
+A NaN produced from non-NaN operands is ``semantics.produced_nan``: what x86-64
+computes for ``+ - * /``, and selected explicitly after ``frem``.
 Arithmetic on two NaN operands returns a NaN whose payload the hardware picks (IEEE
 leaves it open, and LLVM may commute the operands); one NaN operand gives that NaN,
 quieted, as in the interpreter.
@@ -34,7 +36,7 @@ from ninfer_ir import semantics
 from ninfer_ir.types import ScalarType, bf16, bool_, f16, f32, f64, i64, u64
 
 __all__ = ["reg_type", "mem_type", "constant", "const_int", "to_register", "to_memory",
-           "SCALAR_RULES", "cast", "float_nan"]
+           "SCALAR_RULES", "cast", "float_nan", "float_minmax"]
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
@@ -146,16 +148,24 @@ def _div(b, t, x, y):
 
 
 def _rem(b, t, x, y):
-    if t.is_float:
-        return b.frem(x, y)
+    if t.is_float:   # frem is a libm fmod: pin the NaN of x % 0 and inf % y
+        r = b.frem(x, y)
+        produced = b.and_(b.fcmp_unordered("uno", r, r), b.fcmp_ordered("ord", x, y))
+        return b.select(produced, _bits_constant(t, semantics.produced_nan(t)), r)
     d = _guarded_divisor(b, t, x, y)
     return b.srem(x, d) if _signed(t) else b.urem(x, d)
+
+
+def float_minmax(b: ir.IRBuilder, which: str, x, y):
+    """``llvm.minimum``/``llvm.maximum`` (``which``: "min" or "max"): -0 < +0, and a NaN
+    (of a payload LLVM picks) when either operand is one."""
+    return intrinsic(b, f"llvm.{which}imum.{_fsuffix(x.type)}", x.type, [x, y])
 
 
 def _minmax(which):
     def rule(b, t, x, y):
         if t.is_float:
-            r = intrinsic(b, f"llvm.{which}imum.{_fsuffix(x.type)}", x.type, [x, y])
+            r = float_minmax(b, which, x, y)
             return b.select(b.fcmp_unordered("uno", x, y), float_nan(t), r)
         pred = "<" if which == "min" else ">"
         cmp = b.icmp_signed(pred, x, y) if _signed(t) else b.icmp_unsigned(pred, x, y)

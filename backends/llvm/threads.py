@@ -29,7 +29,7 @@ import platform
 import sys
 import threading
 
-from .status import ERR_SLOTS
+from ninfer_ir.backends.abi import ERR_SLOTS
 
 __all__ = ["PAR", "BODY", "Pool", "shared_pool", "split", "par_entry", "native_pool"]
 

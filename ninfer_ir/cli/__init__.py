@@ -18,6 +18,8 @@ import argparse
 import sys
 import traceback
 
+from ninfer_ir.targets import EMIT_KINDS, EMIT_TARGETS, TARGETS
+
 from .common import EXIT_FAILED, EXIT_UNAVAILABLE, EXIT_USAGE, CliError
 
 EPILOG = ("exit codes: 0 ok, 1 check failed (mismatch, DomainError, invalid kernel), "
@@ -59,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "run it on the target and on the interpreter, compare "
                                      "every output bit for bit and print timings.")
     _kernel_arg(run)
-    run.add_argument("--target", default="cpu", choices=["cpu", "cuda", "interp"],
+    run.add_argument("--target", default="cpu", choices=list(TARGETS),
                      help="where to run (default: cpu)")
     run.add_argument("--dim", action="append", metavar="NAME=VALUE",
                      help="size of a symbol dim or value of a scalar parameter "
@@ -79,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="'all' or comma-separated pass names (canonicalize, cse, licm, dce, "
                          "fuse, materialize, lower)")
     ir.add_argument("--lowered", action="store_true", help="print the lowered (loop-level) IR")
-    ir.add_argument("--target", default="cpu", choices=["cpu", "cuda"],
+    ir.add_argument("--target", default="cpu", choices=list(EMIT_TARGETS),
                     help="the pipeline's target")
     ir.add_argument("--dump-dir", metavar="DIR", help="write every stage as DIR/NN-pass.nir")
     ir.set_defaults(handler="run:cmd_ir")
@@ -89,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Print the code generated for a kernel. CUDA source and "
                                       "PTX are produced without a GPU.")
     _kernel_arg(emit)
-    emit.add_argument("--kind", default="llvm", choices=["llvm", "asm", "cuda", "ptx"])
+    emit.add_argument("--kind", default="llvm", choices=list(EMIT_KINDS))
     emit.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
     emit.set_defaults(handler="run:cmd_emit")
 
@@ -119,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     gguf.add_argument("--tensor", metavar="NAME", help="only this tensor")
     gguf.add_argument("--rows", type=int, default=0,
                       help="GEMV on the first ROWS rows of each tensor (default: all)")
-    gguf.add_argument("--target", default="cpu", choices=["cpu", "cuda"],
+    gguf.add_argument("--target", default="cpu", choices=list(EMIT_TARGETS),
                       help="the compiled target compared with the interpreter")
     gguf.add_argument("--seed", type=int, default=0, help="random seed of x")
     gguf.set_defaults(handler="gguf:cmd_gguf")

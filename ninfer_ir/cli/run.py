@@ -6,6 +6,7 @@ import time
 
 import numpy as np
 
+from ninfer_ir.targets import TARGETS
 from ninfer_ir.types import BufferType
 
 from .common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, fmt_seconds,
@@ -147,7 +148,7 @@ def cmd_emit(args) -> int:
     import ninfer_ir as I
 
     kernel = load_kernel(args.file)
-    target = "cpu" if args.kind in ("llvm", "asm") else "cuda"
+    target = next(t.name for t in TARGETS.values() if args.kind in t.emit_kinds)
     text = I.emit(kernel, target=target, kind=args.kind)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:

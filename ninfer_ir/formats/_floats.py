@@ -47,6 +47,26 @@ def f32_to_bf16(values: np.ndarray) -> np.ndarray:
     return ((bits + (np.uint32(0x7FFF) + ((bits >> 16) & 1))) >> 16).astype(np.uint16)
 
 
+def to_bf16(values: np.ndarray) -> np.ndarray:
+    """Finite values of any real floating dtype -> bfloat16 words, rounded once, to
+    nearest even (may give +-inf words).
+
+    Dtypes no wider than binary32 convert to binary32 exactly first. A wider source
+    (binary64, extended) is rounded straight to BF16, never through binary32 (that
+    would round twice): with ``|x| = m * 2**e``, ``0.5 <= m < 1``, the BF16 quantum is
+    ``2**(max(e - 1, -126) - 7)``; ``x / quantum`` is exact, ``rint`` rounds it to
+    nearest even, and the product is a BF16 value (or at least ``2**128``: infinity).
+    """
+    values = np.asarray(values)
+    if values.dtype.itemsize <= 4:
+        return f32_to_bf16(values.astype(np.float32))
+    _, exponent = np.frexp(values)
+    quantum = np.ldexp(np.ones_like(values), np.maximum(exponent - 1, -126) - 7)
+    rounded = np.rint(values / quantum) * quantum
+    with np.errstate(over="ignore"):
+        return f32_to_bf16(rounded.astype(np.float32))
+
+
 def f32_to_f16(values: np.ndarray) -> np.ndarray:
     """binary32 -> binary16, round to nearest even with subnormals (may give +-inf)."""
     with np.errstate(over="ignore"):

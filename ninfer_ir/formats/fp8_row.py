@@ -7,7 +7,8 @@ its sign bit clear (``+0`` and subnormals included); a ``+0`` row admits only
 the signed-zero codes 0x00 and 0x80. The represented weight is
 ``binary32(e4m3fn(c[n, k]) * s32[n])``.
 
-``fp8_row_maxabs`` rounds the source to BF16, then per row computes
+``fp8_row_maxabs`` rounds the source to BF16 once (a binary64 source straight to
+BF16, never through binary32), then per row computes
 ``f32(max|x| / 448)``, rounds it to the scale type (nearest even; a positive
 value that rounds to zero becomes the smallest subnormal; an infinite scale is
 refused), multiplies each BF16 value by ``f32(1 / scale)`` in binary32, clamps to
@@ -24,10 +25,10 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..errors import DomainError
-from ._base import (Category, Format, FormatError, as_array, finite_f32, first_index, frozen,
-                    owned, require_dtype, words16)
+from ._base import (Category, Format, FormatError, array_arg, bool_arg, finite_source,
+                    first_index, frozen, owned, record_of, require_dtype, row_pick, words16)
 from ._floats import (BF16_MIN_SUBNORMAL, E4M3FN_MAX, E4M3FN_VALUES, F16_MIN_SUBNORMAL,
-                      bf16_to_f32, f32_to_bf16, f32_to_e4m3fn, f32_to_f16, rescue_zero)
+                      bf16_to_f32, f32_to_bf16, f32_to_e4m3fn, f32_to_f16, rescue_zero, to_bf16)
 
 E4M3FN_NAN_MAGNITUDE = 0x7F
 HALF_SIGN = 0x8000
@@ -75,6 +76,10 @@ class RowScaledCodes:
 
     def __post_init__(self):
         fmt = self.format
+        if not isinstance(fmt, Fp8RowFormat):
+            raise FormatError(f"RowScaledCodes needs a row-scaled FP8 format, got {fmt!r}")
+        for key in ("codes", "scales"):
+            object.__setattr__(self, key, array_arg(fmt.name, key, getattr(self, key)))
         require_dtype(fmt.name, "codes", self.codes, np.uint8)
         require_dtype(fmt.name, "scales", self.scales, fmt.row_scale.dtype)
         if self.codes.ndim != 2 or min(self.codes.shape) < 1:
@@ -95,9 +100,8 @@ class RowScaledCodes:
         """Rows ``index`` (slice or integer array) of both planes."""
         if isinstance(index, tuple):
             raise FormatError(f"{self.format.name}: rows() indexes the first axis only")
-        if isinstance(index, (int, np.integer)):
-            index = slice(int(index), int(index) + 1 or None)
-        return RowScaledCodes(self.format, self.codes[index], self.scales[index], self.provenance)
+        codes, scales = row_pick(self.format.name, index, self.codes, self.scales)
+        return RowScaledCodes(self.format, codes, scales, self.provenance)
 
 
 class Fp8RowFormat(Format):
@@ -113,10 +117,7 @@ class Fp8RowFormat(Format):
                          code_interval=None, row_scale=row_scale)
 
     def _own(self, encoded) -> RowScaledCodes:
-        if not isinstance(encoded, RowScaledCodes) or encoded.format is not self:
-            raise FormatError(f"{self.name}: expected RowScaledCodes of this format, got "
-                              f"{type(encoded).__name__}")
-        return encoded
+        return record_of(self, "codes", encoded, RowScaledCodes)
 
     def validate(self, encoded) -> None:
         """Raise :class:`DomainError` unless every code and row scale is valid."""
@@ -142,7 +143,7 @@ class Fp8RowFormat(Format):
     def decode(self, encoded, *, check: bool = True) -> np.ndarray:
         """``float32 [N, K]``: ``binary32(e4m3fn(c) * s32)``."""
         enc = self._own(encoded)
-        if check:
+        if bool_arg(self.name, "check", check):
             self.validate(enc)
         scale32 = self.row_scale.to_f32(self.row_scale.words(enc.scales))
         with np.errstate(over="ignore"):            # binary32 overflow is the defined value
@@ -157,26 +158,25 @@ def import_encoded(fmt: Fp8RowFormat, source) -> RowScaledCodes:
     if not isinstance(source, tuple) or len(source) != 2:
         raise FormatError(f"{fmt.name}: import_encoded takes RowScaledCodes or a "
                           "(codes, scales) tuple")
-    codes = as_array(fmt.name, "codes", source[0])
+    codes = array_arg(fmt.name, "codes", source[0])
     require_dtype(fmt.name, "codes", codes, np.uint8)
     words = words16(fmt.name, "scales", source[1], fmt.row_scale.float_dtype_name)
     enc = RowScaledCodes(fmt, owned(codes, np.uint8),
-                         owned(fmt.row_scale.store(words), fmt.row_scale.dtype),
-                         {"method": "import_encoded"})
+                         owned(fmt.row_scale.store(words), fmt.row_scale.dtype))
     fmt.validate(enc)
     return enc
 
 
 def fp8_row_maxabs(fmt: Fp8RowFormat, source) -> RowScaledCodes:
     """The ``fp8_row_maxabs`` producer of the module docstring."""
-    x32 = finite_f32(fmt.name, source)
-    if x32.ndim != 2:
-        raise FormatError(f"{fmt.name}: fp8_row_maxabs takes a matrix [N, K], got {x32.shape}")
-    x_bf16 = f32_to_bf16(x32)
+    x = finite_source(fmt.name, source)
+    if x.ndim != 2:
+        raise FormatError(f"{fmt.name}: fp8_row_maxabs takes a matrix [N, K], got {x.shape}")
+    x_bf16 = to_bf16(x)
     overflow = (x_bf16 & 0x7FFF) == 0x7F80
     if overflow.any():
         at = first_index(overflow)
-        raise DomainError(f"{fmt.name}: source value {float(x32[at])!r} at {at} overflows BF16",
+        raise DomainError(f"{fmt.name}: source value {x[at]!r} at {at} overflows BF16",
                           record=at[0])
     values = bf16_to_f32(x_bf16)
     amax = np.max(np.abs(values), axis=1)
@@ -195,5 +195,4 @@ def fp8_row_maxabs(fmt: Fp8RowFormat, source) -> RowScaledCodes:
                           "its binary32 reciprocal is infinite", record=row)
     scaled = np.clip(np.multiply(values, inv[:, None], dtype=np.float32), -E4M3FN_MAX, E4M3FN_MAX)
     codes = np.where((amax == 0)[:, None], np.uint8(0), f32_to_e4m3fn(scaled))
-    return RowScaledCodes(fmt, codes.astype(np.uint8), scale.store(words),
-                          {"method": "fp8_row_maxabs"})
+    return RowScaledCodes(fmt, codes.astype(np.uint8), scale.store(words))

@@ -5,15 +5,37 @@ consecutive byte images of ggml's ``block_*`` struct. :meth:`GgufFormat.decode`
 takes ``uint8 [..., K / block_values * block_bytes]`` and returns
 ``float32 [..., K]``, equal bit for bit to ggml's ``dequantize_row_*``. A row
 slice or gather copies whole rows; nothing in a block is renormalized.
-``import_encoded`` keeps the blocks unchanged (a private read-only copy).
+``import_encoded`` keeps the blocks unchanged (a private read-only copy in a
+:class:`GgufBlocks` record, with its provenance).
 """
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Callable, Mapping
 
 import numpy as np
 
-from ._base import Category, Format, FormatError, as_array, owned, require_dtype
+from ._base import (Category, Format, FormatError, array_arg, frozen, int_arg, owned, record_of,
+                    require_dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class GgufBlocks:
+    """The ggml blocks of one GGUF tensor (read-only), with their provenance."""
+    format: "GgufFormat"
+    blocks: np.ndarray
+    provenance: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.format, GgufFormat):
+            raise FormatError(f"GgufBlocks needs a gguf_* format, got {self.format!r}")
+        object.__setattr__(self, "blocks", frozen(self.format.blocks(self.blocks)))
+        object.__setattr__(self, "provenance", MappingProxyType(dict(self.provenance)))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.blocks.shape
 
 
 class GgufFormat(Format):
@@ -35,14 +57,18 @@ class GgufFormat(Format):
 
     def row_bytes(self, k: int) -> int:
         """Bytes of one row of ``k`` values (``k`` a multiple of ``block_values``)."""
-        if k < 1 or k % self.block_values:
+        k = int_arg(self.name, "K", k)
+        if k % self.block_values:
             raise FormatError(f"{self.name}: K = {k} is not a positive multiple of "
                               f"{self.block_values}")
         return k // self.block_values * self.block_bytes
 
     def blocks(self, blocks) -> np.ndarray:
-        """Check ``uint8 [..., whole blocks]`` geometry and return the array."""
-        blocks = as_array(self.name, "blocks", blocks)
+        """Check ``uint8 [..., whole blocks]`` geometry and return the array
+        (``blocks`` may be a :class:`GgufBlocks` of this format)."""
+        if isinstance(blocks, GgufBlocks):
+            return record_of(self, "blocks", blocks, GgufBlocks).blocks
+        blocks = array_arg(self.name, "blocks", blocks)
         require_dtype(self.name, "blocks", blocks, np.uint8)
         if blocks.ndim < 1 or blocks.shape[-1] < 1 or blocks.shape[-1] % self.block_bytes:
             raise FormatError(f"{self.name}: rows must hold whole {self.block_bytes}-byte "
@@ -63,6 +89,6 @@ class GgufFormat(Format):
         return np.ascontiguousarray(values, dtype=np.float32).reshape(*blocks.shape[:-1], k)
 
 
-def import_encoded(fmt: GgufFormat, blocks) -> np.ndarray:
+def import_encoded(fmt: GgufFormat, blocks) -> GgufBlocks:
     """Keep the blocks exactly: a private read-only copy after the geometry check."""
-    return owned(fmt.blocks(blocks), np.uint8)
+    return GgufBlocks(fmt, owned(fmt.blocks(blocks), np.uint8))

@@ -19,7 +19,8 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import DomainError
-from ._base import Category, Format, FormatError, as_array, first_index, frozen, require_dtype, words16
+from ._base import (Category, Format, FormatError, array_arg, bool_arg, first_index, frozen,
+                    int_arg, record_of, require_dtype, row_pick, words16)
 
 
 class TwosComplementWords:
@@ -97,6 +98,10 @@ class GroupedCodes:
 
     def __post_init__(self):
         fmt = self.format
+        if not isinstance(fmt, GroupedFormat):
+            raise FormatError(f"GroupedCodes needs a grouped format, got {fmt!r}")
+        for key in ("codes", "scales"):
+            object.__setattr__(self, key, array_arg(fmt.name, key, getattr(self, key)))
         require_dtype(fmt.name, "codes", self.codes, np.int8)
         require_dtype(fmt.name, "scales", self.scales, np.float16)
         if self.codes.ndim < 1 or self.codes.shape[-1] < 1:
@@ -121,9 +126,8 @@ class GroupedCodes:
         if self.codes.ndim < 2 or isinstance(index, tuple):
             raise FormatError(f"{self.format.name}: rows() indexes the first axis of a "
                               f"tensor of rank >= 2, got {index!r} for {self.codes.shape}")
-        if isinstance(index, (int, np.integer)):
-            index = slice(int(index), int(index) + 1 or None)
-        return GroupedCodes(self.format, self.codes[index], self.scales[index], self.provenance)
+        codes, scales = row_pick(self.format.name, index, self.codes, self.scales)
+        return GroupedCodes(self.format, codes, scales, self.provenance)
 
 
 class GroupedFormat(Format):
@@ -144,24 +148,27 @@ class GroupedFormat(Format):
     # -- geometry ---------------------------------------------------------------
     def scale_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
         """Shape of the scale tensor for a logical shape ``[..., K]``."""
-        return (*shape[:-1], -(-shape[-1] // self.group))
+        if not isinstance(shape, tuple) or not shape:
+            raise FormatError(f"{self.name}: a logical shape is a non-empty tuple, got {shape!r}")
+        dims = [int_arg(self.name, "a dimension", d, minimum=0) for d in shape]
+        if dims[-1] < 1:
+            raise FormatError(f"{self.name}: K must be positive, got shape {shape}")
+        return (*dims[:-1], -(-dims[-1] // self.group))
 
     def packed_row_bytes(self, k: int) -> int:
         """Bytes of one packed row of ``k`` codes."""
-        return -(-k * self.bits // 8)
+        return -(-int_arg(self.name, "K", k) * self.bits // 8)
 
-    def grouped(self, a: np.ndarray) -> np.ndarray:
+    def grouped(self, a) -> np.ndarray:
         """``a [..., K]`` zero-padded to whole groups and split as ``[..., groups, G]``."""
+        a = array_arg(self.name, "the array", a)
+        if a.ndim < 1:
+            raise FormatError(f"{self.name}: expected an array [..., K], got a scalar")
         a = _padded(a, self.group)
         return a.reshape(*a.shape[:-1], a.shape[-1] // self.group, self.group)
 
     def _own(self, encoded) -> GroupedCodes:
-        if not isinstance(encoded, GroupedCodes):
-            raise FormatError(f"{self.name}: expected GroupedCodes (from encode or unpack), "
-                              f"got {type(encoded).__name__}")
-        if encoded.format is not self:
-            raise FormatError(f"{self.name}: these codes belong to {encoded.format.name}")
-        return encoded
+        return record_of(self, "codes", encoded, GroupedCodes)
 
     # -- validity and decoding --------------------------------------------------
     def validate(self, encoded) -> None:
@@ -178,7 +185,7 @@ class GroupedFormat(Format):
     def decode(self, encoded, *, check: bool = True) -> np.ndarray:
         """``float32 [..., K]``: ``binary32(s32 * binary32(q))`` for every element."""
         enc = self._own(encoded)
-        if check:
+        if bool_arg(self.name, "check", check):
             self.validate(enc)
         k = enc.codes.shape[-1]
         values = self.grouped(enc.codes).astype(np.float32)
@@ -207,11 +214,9 @@ class GroupedFormat(Format):
 
     def unpack(self, packed, scales, k: int) -> GroupedCodes:
         """Inverse of :meth:`pack` for rows of ``k`` logical codes; validates the result."""
-        packed = as_array(self.name, "packed codes", packed)
+        packed = array_arg(self.name, "packed codes", packed)
         require_dtype(self.name, "packed codes", packed, np.uint8)
-        if not isinstance(k, (int, np.integer)) or k < 1:
-            raise FormatError(f"{self.name}: K must be a positive integer, got {k!r}")
-        k = int(k)
+        k = int_arg(self.name, "K", k)
         width = self.packed_row_bytes(k)
         if packed.ndim < 1 or packed.shape[-1] != width:
             raise FormatError(f"{self.name}: {k} codes per row pack into {width} bytes, "

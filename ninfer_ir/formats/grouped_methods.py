@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DomainError
-from ._base import FormatError, as_array, finite_f32, first_index, words16
+from ._base import FormatError, array_arg, bool_arg, finite_f32, first_index, words16
 from ._floats import F16_MIN_SUBNORMAL, f32_to_f16, rescue_zero
 from .grouped import GroupedCodes, GroupedFormat
 
@@ -90,15 +90,14 @@ def grouped_absmax(fmt: GroupedFormat, source) -> GroupedCodes:
     groups = fmt.grouped(x32)
     scales = absmax_scales(fmt, np.max(np.abs(groups), axis=-1))
     codes = select_codes(fmt, groups, scales)
-    return GroupedCodes(fmt, _codes_in_rows(codes, x32.shape), scales,
-                        {"method": "grouped_absmax"})
+    return GroupedCodes(fmt, _codes_in_rows(codes, x32.shape), scales)
 
 
 # -- grouped_search -------------------------------------------------------------
 def _importance(fmt: GroupedFormat, importance, k: int) -> np.ndarray:
     if importance is None:
         return np.ones(k, dtype=np.float64)
-    imp = as_array(fmt.name, "importance", importance)
+    imp = array_arg(fmt.name, "importance", importance)
     if imp.dtype.kind not in "fiu" or imp.shape != (k,):
         raise FormatError(f"{fmt.name}: importance must be one real weight per input "
                           f"channel, shape ({k},), got {imp.dtype} {imp.shape}")
@@ -167,6 +166,7 @@ def _search_chunk(fmt, x32, w64, negative_scales):
 def grouped_search(fmt: GroupedFormat, source, *, importance=None,
                    negative_scales: bool = False) -> GroupedCodes:
     """Importance-weighted scale search of the module docstring."""
+    negative_scales = bool_arg(fmt.name, "negative_scales", negative_scales)
     x32 = finite_f32(fmt.name, source)
     k = x32.shape[-1]
     imp = _importance(fmt, importance, k)
@@ -181,11 +181,9 @@ def grouped_search(fmt: GroupedFormat, source, *, importance=None,
     for start in range(0, len(live), step):
         pick = live[start:start + step]
         scales[pick], codes[pick] = _search_chunk(fmt, flat[pick], weights[row_group[pick]],
-                                                  bool(negative_scales))
-    provenance = {"method": "grouped_search", "negative_scales": bool(negative_scales),
-                  "importance": importance is not None}
+                                                  negative_scales)
     return GroupedCodes(fmt, _codes_in_rows(codes.reshape(groups.shape), x32.shape),
-                        scales.reshape(groups.shape[:-1]), provenance)
+                        scales.reshape(groups.shape[:-1]))
 
 
 # -- import_encoded ---------------------------------------------------------------
@@ -197,7 +195,7 @@ def _import_fields(fmt: GroupedFormat, source) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(source, tuple) or len(source) != 2:
         raise FormatError(f"{fmt.name}: import_encoded takes GroupedCodes or a "
                           "(codes, scales) tuple")
-    codes, scales = as_array(fmt.name, "codes", source[0]), source[1]
+    codes, scales = array_arg(fmt.name, "codes", source[0]), source[1]
     if codes.dtype.kind not in "iu":
         raise FormatError(f"{fmt.name}: codes must be integers, got {codes.dtype}")
     lo, hi = fmt.code_interval
@@ -229,13 +227,15 @@ def import_encoded(fmt: GroupedFormat, source, *, source_format: str | None = No
     ``(codes, scales)`` tuple (scales as float16 or their uint16 words); with
     ``source_format="gguf_q2_0"``, ``q2_g64_fp16`` takes ggml Q2_0 blocks
     ``uint8 [..., n*18]`` and moves their words into the code and scale planes."""
+    if source_format is not None and not isinstance(source_format, str):
+        raise FormatError(f"{fmt.name}: source_format must be a format name or None, got "
+                          f"{source_format!r}")
     if source_format is None:
         codes, scales = _import_fields(fmt, source)
     elif (fmt.name, source_format) in _FOREIGN_SOURCES:
         codes, scales = _FOREIGN_SOURCES[(fmt.name, source_format)](fmt, source)
     else:
         raise FormatError(f"{fmt.name}: import_encoded cannot read {source_format!r} sources")
-    enc = GroupedCodes(fmt, np.array(codes, dtype=np.int8), np.array(scales, dtype=np.float16),
-                       {"method": "import_encoded", "source_format": source_format})
+    enc = GroupedCodes(fmt, np.array(codes, dtype=np.int8), np.array(scales, dtype=np.float16))
     fmt.validate(enc)
     return enc

@@ -19,7 +19,8 @@ from typing import Mapping
 import numpy as np
 
 from ..errors import DomainError
-from ._base import Category, Format, FormatError, as_array, first_index, frozen, owned, require_dtype
+from ._base import (Category, Format, FormatError, array_arg, bool_arg, first_index, frozen,
+                    owned, record_of, require_dtype)
 from ._floats import E2M1_VALUES, E4M3FN_VALUES
 
 GROUP = 16
@@ -38,7 +39,11 @@ class Nvfp4Codes:
     provenance: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
+        if not isinstance(self.format, Nvfp4Format):
+            raise FormatError(f"Nvfp4Codes needs the nvfp4 format, got {self.format!r}")
         name = self.format.name
+        for key in ("codes", "scales", "divisors"):
+            object.__setattr__(self, key, array_arg(name, key, getattr(self, key)))
         require_dtype(name, "codes", self.codes, np.uint8)
         require_dtype(name, "scales", self.scales, np.uint8)
         require_dtype(name, "divisors", self.divisors, np.float32)
@@ -75,9 +80,7 @@ class Nvfp4Format(Format):
                          code_interval=None, group=GROUP)
 
     def _own(self, encoded) -> Nvfp4Codes:
-        if not isinstance(encoded, Nvfp4Codes):
-            raise FormatError(f"{self.name}: expected Nvfp4Codes, got {type(encoded).__name__}")
-        return encoded
+        return record_of(self, "codes", encoded, Nvfp4Codes)
 
     def validate(self, encoded) -> None:
         """Raise :class:`DomainError` unless codes, scales and divisors are valid."""
@@ -101,7 +104,7 @@ class Nvfp4Format(Format):
     def decode(self, encoded, *, check: bool = True) -> np.ndarray:
         """``float32 [N, K]`` by the reconstruction equation of the module docstring."""
         enc = self._own(encoded)
-        if check:
+        if bool_arg(self.name, "check", check):
             self.validate(enc)
         n, k = enc.codes.shape
         product = E2M1_VALUES[enc.codes].reshape(n, k // GROUP, GROUP)
@@ -119,12 +122,12 @@ def import_encoded(fmt: Nvfp4Format, source) -> Nvfp4Codes:
     if not isinstance(source, tuple) or len(source) != 3:
         raise FormatError(f"{fmt.name}: import_encoded takes Nvfp4Codes or a "
                           "(codes, scales, divisors) tuple")
-    codes, scales, divisors = (as_array(fmt.name, w, a)
-                               for w, a in zip(("codes", "scales", "divisors"), source))
+    codes, scales, divisors = (array_arg(fmt.name, what, a) for what, a in
+                               zip(("codes", "scales", "divisors"), source))
     require_dtype(fmt.name, "codes", codes, np.uint8)
     require_dtype(fmt.name, "scales", scales, np.uint8)
     require_dtype(fmt.name, "divisors", divisors, np.float32)
     enc = Nvfp4Codes(fmt, owned(codes, np.uint8), owned(scales, np.uint8),
-                     owned(divisors, np.float32), {"method": "import_encoded"})
+                     owned(divisors, np.float32))
     fmt.validate(enc)
     return enc

@@ -22,6 +22,8 @@ from .nvfp4 import Nvfp4Format
 
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _DIRECT_IMPORT = {"import_encoded": direct.import_words}
+_BF16_METHODS = {**_DIRECT_IMPORT, "fp32_to_bf16_rne": direct.fp32_to_bf16_rne}
+_INT32_METHODS = {**_DIRECT_IMPORT, "fp32_to_int32": direct.fp32_to_int32}
 _QUANTIZERS = {
     "grouped_absmax": grouped_methods.grouped_absmax,
     "grouped_search": grouped_methods.grouped_search,
@@ -34,10 +36,10 @@ _T2_REFUSAL = ("ternary checkpoints are repacked without rounding; use import_en
 _GGUF_IMPORT = {"import_encoded": gguf.import_encoded}
 
 
-def _direct(name, text, width, word_dtype, native, interval, decode_words):
+def _direct(name, text, width, word_dtype, native, interval, decode_words, methods):
     return DirectFormat(name, category_text=text, width=width, word_dtype=word_dtype,
                         native_dtype_name=native, code_interval=interval,
-                        decode_words=decode_words, methods=_DIRECT_IMPORT, _token=_TOKEN)
+                        decode_words=decode_words, methods=methods, _token=_TOKEN)
 
 
 def _grouped(name, bits, group, interval, words, scale_rule, methods, refusal=None):
@@ -57,10 +59,11 @@ def _gguf(name, ggml_type, block_values, block_bytes, decode_blocks):
 _STRICT = ZeroOnlyWithZeroCodes()
 _TABLE: tuple[Format, ...] = (
     _direct("bf16", "bfloat16 bit encoding", 16, "uint16", "bfloat16", None,
-            direct.decode_bf16),
-    _direct("fp32", "IEEE-754 binary32", 32, "uint32", "float32", None, direct.decode_fp32),
+            direct.decode_bf16, _BF16_METHODS),
+    _direct("fp32", "IEEE-754 binary32", 32, "uint32", "float32", None, direct.decode_fp32,
+            _DIRECT_IMPORT),
     _direct("int32", "32-bit two's-complement integer", 32, "uint32", "int32",
-            (_INT32_MIN, _INT32_MAX), direct.decode_int32),
+            (_INT32_MIN, _INT32_MAX), direct.decode_int32, _INT32_METHODS),
 
     _grouped("q2_g64_fp16", 2, 64, (-1, 2), OffsetWords(2, 1), AnyFiniteScale(),
              _IMPORT_ONLY, _Q2_REFUSAL),

@@ -184,3 +184,26 @@ def test_e4m3fn_rounding_at_every_midpoint():
     probes = np.concatenate([probes, -probes])
     want = probes.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
     assert np.array_equal(f32_to_e4m3fn(probes), want)
+
+
+def test_maxabs_rounds_a_binary64_source_to_bf16_once():
+    # 1 + 2**-4 + 2**-8 + 2**-40 rounds straight to BF16 1 + 2**-4 + 2**-7 (word 0x3F89):
+    # it lies just above the tie 1 + 2**-4 + 2**-8. Through binary32 first, the 2**-40
+    # is lost, the value becomes that exact tie, and ties-to-even gives 0x3F88.
+    x = np.array([[448.0, 1 + 2 ** -4 + 2 ** -8 + 2 ** -40]])
+    assert x.astype(ml_dtypes.bfloat16).view(np.uint16).tolist() == [[0x43E0, 0x3F89]]
+    enc = ROW_BF16.encode(x, method="fp8_row_maxabs")
+    assert enc.scales.tolist() == [0x3F80]                   # 448 / 448 = 1
+    assert enc.codes.tolist() == [[0x7E, 0x39]]             # E4M3FN 1.125 (not 0x38, 1.0)
+
+
+@pytest.mark.parametrize("fmt", [ROW_BF16, ROW_FP16], ids=["bf16", "fp16"])
+def test_maxabs_binary64_sources_equal_their_bf16_rounding(fmt):
+    rng = np.random.default_rng(11)
+    magnitudes = [1e-30, 1e-3, 1.0, 1e20] if fmt is ROW_BF16 else [1e-9, 1e-3, 1.0, 1e4]
+    x = rng.standard_normal((16, 96)) * rng.choice(magnitudes, (16, 1))
+    via_bf16 = x.astype(ml_dtypes.bfloat16)                 # one rounding, independent
+    direct = fmt.encode(x, method="fp8_row_maxabs")
+    staged = fmt.encode(via_bf16, method="fp8_row_maxabs")
+    assert np.array_equal(direct.codes, staged.codes)
+    assert np.array_equal(direct.scales.view(np.uint16), staged.scales.view(np.uint16))

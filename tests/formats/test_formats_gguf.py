@@ -131,7 +131,8 @@ def test_geometry_and_row_gathers():
     with pytest.raises(FormatError):
         fmt.row_bytes(100)
     stored = fmt.encode(blocks, method="import_encoded")
-    assert np.array_equal(stored, blocks) and not stored.flags.writeable
+    assert np.array_equal(stored.blocks, blocks) and not stored.blocks.flags.writeable
+    assert np.array_equal(fmt.decode(stored).view(np.uint32), full.view(np.uint32))
 
 
 def test_q2_import_from_gguf_q2_0_preserves_words():

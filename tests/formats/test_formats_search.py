@@ -64,7 +64,7 @@ def test_negative_scales_reach_the_most_negative_code():
     assert negative.scales.tolist() == [[-1.0]]
     assert negative.codes[0, :7].tolist() == [-8, -6, -4, -2, 2, 4, 6]
     assert np.array_equal(q4.decode(negative), x)
-    assert negative.provenance["negative_scales"] is True
+    assert negative.provenance["parameters"]["negative_scales"] is True
 
 
 def test_importance_steers_the_choice():

@@ -2,7 +2,10 @@ NQ_FN nq_i64 nq_trip(nq_i64 lb, nq_i64 ub, nq_i64 st) {
     if (st > 0) return ub > lb ? (nq_i64)(((nq_u64)ub - (nq_u64)lb - 1u) / (nq_u64)st + 1u) : 0;
     return lb > ub ? (nq_i64)(((nq_u64)lb - (nq_u64)ub - 1u) / (0u - (nq_u64)st) + 1u) : 0;
 }
-NQ_FN float nq_mul_f32(float a, float b) { return __fmul_rn(a, b); }
+NQ_FN float nq_mul_f32(float a, float b) {
+    const float r = __fmul_rn(a, b);
+    return (r != r && a == a && b == b) ? nq_from_bits(0xffc00000u) : r;
+}
 NQ_FN float nq_f16_to_f32(nq_f16 w) {
     nq_u32 h = w, sign = (h & 0x8000u) << 16, e = (h >> 10) & 31u, m = h & 1023u;
     if (e == 31u) return nq_from_bits(sign | 0x7f800000u | (m << 13));
@@ -21,7 +24,10 @@ NQ_FN float nq_decode_q5_g64_fp16(const nq_u8* p, nq_i64 ps, nq_i64 pn,
     const nq_i32 q = (nq_i32)(word ^ 16u) - 16;
     return nq_mul_f32(nq_f16_to_f32(nq_load_f16(s + (k / 64) * ss)), (float)q);
 }
-NQ_FN float nq_add_f32(float a, float b) { return __fadd_rn(a, b); }
+NQ_FN float nq_add_f32(float a, float b) {
+    const float r = __fadd_rn(a, b);
+    return (r != r && a == a && b == b) ? nq_from_bits(0xffc00000u) : r;
+}
 typedef struct { float top, cur, stack[64]; nq_i64 n, in_chunk; int sp; } nq_fold_f32;
 NQ_FN void nq_fold_f32_start(nq_fold_f32* f) { f->n = 0; f->in_chunk = 0; f->sp = 0; }
 NQ_FN void nq_fold_f32_add_top(nq_fold_f32* f, float x, int tree) {

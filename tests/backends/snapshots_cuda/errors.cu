@@ -22,7 +22,10 @@ NQ_FN nq_i64 nq_trip(nq_i64 lb, nq_i64 ub, nq_i64 st) {
     return lb > ub ? (nq_i64)(((nq_u64)lb - (nq_u64)ub - 1u) / (0u - (nq_u64)st) + 1u) : 0;
 }
 NQ_FN nq_i64 nq_add_i64(nq_i64 a, nq_i64 b) { return (nq_i64)((nq_u64)a + (nq_u64)b); }
-NQ_FN float nq_add_f32(float a, float b) { return __fadd_rn(a, b); }
+NQ_FN float nq_add_f32(float a, float b) {
+    const float r = __fadd_rn(a, b);
+    return (r != r && a == a && b == b) ? nq_from_bits(0xffc00000u) : r;
+}
 NQ_FN void nq_store_f32(nq_u8* p, float v) { *(float*)p = v; }
 /* @errors: 3 launch(es)
  *   nk_errors_0: seq, one worker

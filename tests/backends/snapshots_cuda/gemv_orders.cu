@@ -2,7 +2,10 @@ NQ_FN nq_i64 nq_trip(nq_i64 lb, nq_i64 ub, nq_i64 st) {
     if (st > 0) return ub > lb ? (nq_i64)(((nq_u64)ub - (nq_u64)lb - 1u) / (nq_u64)st + 1u) : 0;
     return lb > ub ? (nq_i64)(((nq_u64)lb - (nq_u64)ub - 1u) / (0u - (nq_u64)st) + 1u) : 0;
 }
-NQ_FN float nq_add_f32(float a, float b) { return __fadd_rn(a, b); }
+NQ_FN float nq_add_f32(float a, float b) {
+    const float r = __fadd_rn(a, b);
+    return (r != r && a == a && b == b) ? nq_from_bits(0xffc00000u) : r;
+}
 typedef struct { float top, cur, stack[64]; nq_i64 n, in_chunk; int sp; } nq_fold_f32;
 NQ_FN void nq_fold_f32_start(nq_fold_f32* f) { f->n = 0; f->in_chunk = 0; f->sp = 0; }
 NQ_FN void nq_fold_f32_add_top(nq_fold_f32* f, float x, int tree) {

@@ -9,10 +9,16 @@ NQ_FN nq_u8 nq_shr_u8(nq_u8 a, nq_u8 b) {
     return (nq_u64)b >= 8 ? (nq_u8)0 : (nq_u8)(a >> (nq_u64)b);
 }
 NQ_FN nq_i32 nq_sub_i32(nq_i32 a, nq_i32 b) { return (nq_i32)((nq_u32)a - (nq_u32)b); }
-NQ_FN float nq_mul_f32(float a, float b) { return __fmul_rn(a, b); }
+NQ_FN float nq_mul_f32(float a, float b) {
+    const float r = __fmul_rn(a, b);
+    return (r != r && a == a && b == b) ? nq_from_bits(0xffc00000u) : r;
+}
 NQ_FN nq_i64 nq_add_i64(nq_i64 a, nq_i64 b) { return (nq_i64)((nq_u64)a + (nq_u64)b); }
 NQ_FN void nq_store_f32(nq_u8* p, float v) { *(float*)p = v; }
-NQ_FN float nq_add_f32(float a, float b) { return __fadd_rn(a, b); }
+NQ_FN float nq_add_f32(float a, float b) {
+    const float r = __fadd_rn(a, b);
+    return (r != r && a == a && b == b) ? nq_from_bits(0xffc00000u) : r;
+}
 typedef struct { float top, cur, stack[64]; nq_i64 n, in_chunk; int sp; } nq_fold_f32;
 NQ_FN void nq_fold_f32_start(nq_fold_f32* f) { f->n = 0; f->in_chunk = 0; f->sp = 0; }
 NQ_FN void nq_fold_f32_add_top(nq_fold_f32* f, float x, int tree) {

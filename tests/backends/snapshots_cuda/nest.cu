@@ -3,7 +3,10 @@ NQ_FN nq_i64 nq_trip(nq_i64 lb, nq_i64 ub, nq_i64 st) {
     return lb > ub ? (nq_i64)(((nq_u64)lb - (nq_u64)ub - 1u) / (0u - (nq_u64)st) + 1u) : 0;
 }
 NQ_FN float nq_load_f32(const nq_u8* p) { return *(const float*)p; }
-NQ_FN float nq_mul_f32(float a, float b) { return __fmul_rn(a, b); }
+NQ_FN float nq_mul_f32(float a, float b) {
+    const float r = __fmul_rn(a, b);
+    return (r != r && a == a && b == b) ? nq_from_bits(0xffc00000u) : r;
+}
 NQ_FN void nq_store_f32(nq_u8* p, float v) { *(float*)p = v; }
 /* @nest: 2 launch(es)
  *   nk_nest_1: par, one thread per iteration

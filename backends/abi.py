@@ -1,4 +1,5 @@
-"""The status word of compiled kernels and the errors it stands for.
+"""The ABI every compiled target shares: the status word of a kernel, its guard table and
+the errors they stand for (the argument binding is ``backends/signature.py``).
 
 A kernel returns an ``i64`` status: 0 on success, otherwise ``id * 8 + reason``:
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ninfer_ir.errors import DomainError, VerifyError
+from ninfer_ir.ops import copy_size_message
 
 __all__ = ["REASON_CHECK", "REASON_GUARD", "REASON_NO_MEMORY", "ERR_SLOTS", "Guard",
            "error_for_status"]
@@ -61,8 +63,8 @@ class Guard:
             return DomainError(f"'alloc': negative size {nums[0]} for {op.result.type}")
         if self.kind == "copy":
             r = op.operands[0].type.rank
-            return DomainError(f"'copy': cannot copy shape {list(nums[:r])} into "
-                               f"{list(nums[r:2 * r])}")
+            axis = next((a for a in range(r) if nums[a] != nums[r + a]), 0)
+            return DomainError(copy_size_message(axis))
         if self.kind == "dot":
             return DomainError(f"'dot': vector lengths {nums[0]} and {nums[1]} differ")
         if self.kind == "records":
