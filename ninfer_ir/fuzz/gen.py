@@ -35,13 +35,6 @@ EXCLUDED = {
                              "the AVX-512 decode code generator crashes",
     "static_slice_loop": "static-length slices whose bounds canonicalize to constants "
                          "inside a loop: canonicalize builds IR that does not verify",
-    "overlap_copy": "a buffer view copied onto an overlapping view of the same buffer with "
-                    "other strides: the interpreter copies in numpy's order",
-    "quantize_static_count": "a quantize into a buffer with a static record count from a "
-                             "symbolic input: lower refuses it",
-    "cast_buffer": "I.cast of a whole buffer view is refused",
-    "minmax_static_loop": "a static-length float min/max over a buffer view inside a loop: "
-                          "compile time grows exponentially with the length",
     "bounds_messages": "CPU bounds-check messages differ from the interpreter's: errors are "
                        "compared by type only, never by message",
 }
