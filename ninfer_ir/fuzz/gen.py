@@ -31,8 +31,8 @@ EXCLUDED = {
              "distinct arrays, even with known=True)",
     "aug_buffer": "augmented assignment to a whole buffer (buf += t) rebinds the name and "
                   "stores nothing",
-    "decode_after_quantize": "a quantize into a buffer and a grouped decode in one kernel: "
-                             "the AVX-512 decode code generator crashes",
+    "decode_and_quantize": "a Q8_K quantize (into a value or a buffer) and a grouped decode "
+                           "in one kernel: the AVX-512 decode code generator crashes",
     "static_slice_loop": "static-length slices whose bounds canonicalize to constants "
                          "inside a loop: canonicalize builds IR that does not verify",
     "bounds_messages": "CPU bounds-check messages differ from the interpreter's: errors are "
@@ -536,6 +536,8 @@ class _Gen:
 
     def st_quantized(self) -> Stmt:
         uses, r = [], self.r
+        if self.formats and not self.ok("decode_and_quantize"):
+            return self.st_dot()
         x = self.fresh("xq")
         self.params[x] = Param(x, "f32", ("G", 256), fill="q8src")
         w = self.fresh("w")
@@ -545,13 +547,11 @@ class _Gen:
         q, n = self.fresh("q"), self.fresh("n")
         order = random_order(r)
         lines = []
-        decoded = any(p.fill.startswith("packed") for p in self.params.values())
-        if r.random() < 0.3 and (not decoded or self.ok("decode_after_quantize")):
+        if r.random() < 0.3:
             g = self.sizes["G"] if self.ok("quantize_static_count") and r.random() < 0.5 else "G"
             qb = self.buffer("u8", (g, 292), uses)
             lines += [f"{qb}[:] = I.quantize({x}, format=I.quant.q8_k)",
                       f"{q} = {qb}" if g == "G" else f"{q} = I.quantize({x}, format=I.quant.q8_k)"]
-            self.quantize_into = True
         else:
             lines.append(f"{q} = I.quantize({x}, format=I.quant.q8_k)")
         head, _ = self.loop_header(n, f"{w}.shape[0]")
@@ -561,7 +561,8 @@ class _Gen:
 
     def st_decode(self) -> Stmt:
         uses, r = [], self.r
-        if getattr(self, "quantize_into", False) and not self.ok("decode_after_quantize"):
+        if any(p.fill == "q8src" for p in self.params.values()) and \
+                not self.ok("decode_and_quantize"):
             return self.st_dot()
         fmt = r.choice(GROUPED)
         fname = "F_" + fmt.split("_")[0].upper()
