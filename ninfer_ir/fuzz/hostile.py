@@ -82,7 +82,6 @@ def mutate(r: random.Random, text: str) -> str:
 
 def seed_texts(seed: int, n: int = 20) -> list:
     """Printed IR of generated programs that compile (the mutation sources)."""
-    import os
     import shutil
     import tempfile
 
@@ -102,7 +101,6 @@ def seed_texts(seed: int, n: int = 20) -> list:
             k += 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        del os
     return texts
 
 

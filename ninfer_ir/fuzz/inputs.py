@@ -73,12 +73,13 @@ def make_arguments(program, func, seed: int) -> dict:
     """{parameter name: argument} for every parameter of ``func`` (the full program)."""
     from ninfer_ir.cli.inputs import make_inputs
     rng = np.random.default_rng(seed)
+    params = program.param_list()
     sizes = program_sizes(program)
-    args, _, _ = make_inputs(func, rng, {k: v for k, v in sizes.items()
-                                         if any(k in (p.shape or ()) for p in func_params(program))})
+    used = {d for p in params for d in (p.shape or ())}
+    args, _, _ = make_inputs(func, rng, {k: v for k, v in sizes.items() if k in used})
     out = {}
     packed = {}
-    for p, a in zip(func_params(program), args):
+    for p, a in zip(params, args):
         if p.fill.startswith(("packed:", "scales:")):
             fmt_name = p.fill.split(":", 1)[1]
             if fmt_name not in packed:
@@ -96,10 +97,6 @@ def make_arguments(program, func, seed: int) -> dict:
             a = _specials(rng, np.array([a]), p.dtype)[0]
         out[p.name] = a
     return out
-
-
-def func_params(program) -> list:
-    return program.param_list()
 
 
 def _array_like(rng, p, zeros: np.ndarray) -> np.ndarray:
