@@ -14,6 +14,7 @@ its inputs.
 from __future__ import annotations
 
 import random
+import re
 import signal
 import time
 from contextlib import contextmanager
@@ -28,6 +29,13 @@ TOKENS = ["{", "}", "(", ")", "[", "]", "<", ">", "%a", "%", ":", ",", "=", "\n"
           "\x00", "\u00e9", "\t", "//", "true", "->", "(tensor<f32[]>)", "@", "^"]
 
 PARSE_OK = ("ParseError", "VerifyError")
+
+# Mutations left out by default while the parser's answer to them is being fixed
+# separately; ``fuzz_parse(..., known=True)`` (``scripts/fuzz.py --known``) makes them too.
+PARSE_EXCLUDED = {
+    "deep_nesting": "thousands of nested brackets or regions give RecursionError",
+    "huge_integer": "an integer literal of over 4300 digits gives ValueError",
+}
 FORMAT_OK = ("FormatError", "DomainError")
 
 
@@ -55,7 +63,15 @@ def _alarm(signum, frame):
     raise _Hang()
 
 
-def mutate(r: random.Random, text: str) -> str:
+def mutate(r: random.Random, text: str, known: bool = False) -> str:
+    spots = [m.end() for m in re.finditer(r"[{,] ?\w+ = ", text)]     # attribute values
+    if known and spots and r.random() < 0.1:
+        a = r.choice(spots)
+        b = a + len(re.match(r"[^,}]*", text[a:]).group(0))       # the value replaced
+        if r.random() < 0.5:
+            return text[:a] + "9" * r.choice([4400, 10000]) + text[b:]
+        depth = r.choice([2000, 5000])
+        return text[:a] + "[" * depth + "1" + "]" * depth + text[b:]
     for _ in range(r.randint(1, 3)):
         n = len(text)
         a = r.randrange(n + 1)
@@ -105,7 +121,7 @@ def seed_texts(seed: int, n: int = 20) -> list:
 
 
 def fuzz_parse(seed: int = 0, count: int | None = 500, seconds: float | None = None,
-               budget: float = 5.0, texts=None) -> dict:
+               budget: float = 5.0, texts=None, known: bool = False) -> dict:
     """{"cases", "parsed", "refused", "failures": [(kind, detail, text)]}."""
     import ninfer_ir as I
     r = random.Random(seed)
@@ -114,7 +130,7 @@ def fuzz_parse(seed: int = 0, count: int | None = 500, seconds: float | None = N
     start = time.monotonic()
     while (count is None or out["cases"] < count) and (seconds is None or
                                                        time.monotonic() - start < seconds):
-        text = mutate(r, r.choice(texts))
+        text = mutate(r, r.choice(texts), known)
         out["cases"] += 1
         t0 = time.monotonic()
         try:
