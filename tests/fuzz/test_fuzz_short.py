@@ -106,3 +106,16 @@ def test_an_untyped_error_is_a_failure(monkeypatch):
     monkeypatch.setattr(diff, "_runners", broken)
     res, _ = fuzz.check_program(gen.generate(3), reduce=False)
     assert res.status == "failed" and res.category == "untyped:hostc:KeyError"
+
+
+def test_excluded_constructs_appear_only_with_known():
+    def has(known):
+        text = "\n".join(gen.generate(s, known=known).source() for s in range(300))
+        return {"aug_buffer": re.search(r"^    o\d+ \+= ", text, re.M) is not None,
+                "static_slice_loop": re.search(r"in range\(1\):\n.*\[i\d+:3\]", text) is not None,
+                "decode_and_quantize": any("I.decode(" in t and "I.quantize(" in t for t in
+                                           (gen.generate(s, known=known).source()
+                                            for s in range(300)))}
+    assert set(has(False).values()) == {False}
+    assert set(has(True).values()) == {True}
+    assert set(has(True)) <= set(gen.EXCLUDED)
