@@ -35,6 +35,9 @@ EXCLUDED = {
                            "in one kernel: the AVX-512 decode code generator crashes",
     "static_slice_loop": "static-length slices whose bounds canonicalize to constants "
                          "inside a loop: canonicalize builds IR that does not verify",
+    "tensor_cast_twice": "one whole-tensor cast used twice (t = I.cast(x, ...) + "
+                         "I.cast(x, ...), the same value after CSE) in a temporary read element "
+                         "by element: lower says 'this tensor has no buffer'",
     "bounds_messages": "CPU bounds-check messages differ from the interpreter's: errors are "
                        "compared by type only, never by message",
 }
@@ -127,6 +130,7 @@ class _Gen:
         self.params: dict = {}
         self.formats: dict = {}
         self.counter = 0
+        self.casts: set = set()         # (tensor, dtype) of the whole-tensor casts made
         r = self.r
         big = r.random() < 0.25          # sizes that reach the vector and row-block paths
         self.sizes = {"N": r.choice([0, 1, 1, 2, 3, 5, 7, 8, 9, 13, 17, 33]
@@ -436,8 +440,10 @@ class _Gen:
         if depth <= 0 or r.random() < 0.3:
             if r.random() < 0.3 and t in FLOATS + INTS:
                 src = r.choice(FLOATS + INTS)
-                return (f"I.cast({self.tensor(src, shape, uses, buffers=self.ok('cast_buffer'))}"
-                        f", I.{t})")
+                x = self.tensor(src, shape, uses, buffers=self.ok('cast_buffer'))
+                if (x, t) not in self.casts or self.ok("tensor_cast_twice"):
+                    self.casts.add((x, t))
+                    return f"I.cast({x}, I.{t})"
             return self.tensor(t, shape, uses)
         a = self.tensor_expr(t, shape, uses, depth - 1)
         k = r.random()
