@@ -1,9 +1,13 @@
 """Binding a call to a kernel's parameters, shared by every runtime (interpreter,
 CPU, host C, CUDA) so that a bad call gets the same message everywhere.
 
-``bind_call(func, args, kwargs, is_array, writable)`` checks the argument count and
-names, scalar types and ranges, array dtypes, ranks, static dims, symbol consistency
-(the same symbol is the same size) and that buffers are writable. It returns
+``bind_call(func, args, kwargs, is_array, writable, convert=host_array)`` checks the
+argument count and names, scalar types and ranges, array dtypes, ranks, static dims,
+symbol consistency (the same symbol is the same size) and that buffers are writable.
+Every array argument first goes through ``convert``: ``host_array`` views an object
+exporting ``__dlpack__`` or the array interface (``__array_interface__``,
+``__array_struct__``, ``__array__``) as a numpy array over the same memory, so a kernel
+writes a buffer argument in place whatever object holds it. It returns
 ``(values, symbols, outputs)``: values per parameter (``None`` for the trailing output
 buffers the call left out; ``out_shape`` gives their shapes), the symbol bindings
 ``name -> (size, where)`` and the indices of those outputs.
@@ -12,12 +16,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp
-from ninfer_ir.types import BufferType, ScalarType, bf16, bool_
+from ninfer_ir.verifier import verify_returns_attr
+from ninfer_ir.types import BufferType, ScalarType, ShapedType, bf16, bool_
 
-__all__ = ["bind_call", "out_shape", "param_name"]
+__all__ = ["bind_call", "host_array", "out_shape", "param_name", "snapshot_tensors"]
+
+_DL_CPU = 1                       # DLPack's kDLCPU device type
+
+
+def host_array(value):
+    """``value`` as a numpy array over the same memory when it exports one of the array
+    protocols, else ``value`` unchanged (the binder then refuses it).
+
+    ``__dlpack__`` (with ``__dlpack_device__``) goes through ``np.from_dlpack``, the
+    array interface through ``np.asarray``; neither copies, and a read-only export
+    gives a read-only array. A DLPack array in device memory raises ``VerifyError``
+    (it is not host memory)."""
+    if isinstance(value, np.ndarray) or isinstance(value, (str, bytes)):
+        return value
+    if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__"):
+        device = value.__dlpack_device__()
+        if int(device[0]) != _DL_CPU:
+            raise VerifyError(f"a {type(value).__name__} in DLPack device memory (device "
+                              f"type {int(device[0])}, id {int(device[1])}) is not host memory; "
+                              f"copy it to the host or use the cuda target")
+        return np.from_dlpack(value)
+    if any(hasattr(value, n) for n in ("__array_interface__", "__array_struct__",
+                                        "__array__")):
+        arr = np.asarray(value)
+        return arr if arr.dtype != object else value
+    return value
 
 
 def param_name(func, k):
@@ -50,11 +81,19 @@ def _scalar(func, k, t, value):
     raise VerifyError(f"{where} must be a {t} scalar, got {type(value).__name__}")
 
 
-def _shaped(func, k, t, value, symbols, is_array, writable):
+def _shaped(func, k, t, value, symbols, is_array, writable, convert):
     where = f"@{func.sym_name}: {param_name(func, k)}"
+    try:
+        value = convert(value)
+    except VerifyError as e:
+        raise VerifyError(f"{where}: {e}") from None
+    except (BufferError, TypeError, ValueError, RuntimeError) as e:
+        raise VerifyError(f"{where}: cannot view the {type(value).__name__} as an array "
+                          f"({type(e).__name__}: {e})") from None
     if not is_array(value):
         raise VerifyError(f"{where} must be an array (numpy or device) for {t}, got "
-                          f"{type(value).__name__}")
+                          f"{type(value).__name__}, which exports neither __dlpack__ nor the "
+                          f"array interface")
     if value.dtype != t.dtype.np_dtype:
         raise VerifyError(f"{where} must have numpy dtype {t.dtype.np_dtype} for {t}, "
                           f"got {value.dtype}")
@@ -78,7 +117,7 @@ def _shaped(func, k, t, value, symbols, is_array, writable):
 _MISSING = object()
 
 
-def bind_call(func: FuncOp, args, kwargs, is_array, writable):
+def bind_call(func: FuncOp, args, kwargs, is_array, writable, convert=host_array):
     """Check a call like the interpreter does (same messages).
 
     Returns ``(values, symbols, outputs)``: values per parameter (``None`` for the
@@ -86,11 +125,8 @@ def bind_call(func: FuncOp, args, kwargs, is_array, writable):
     parameter indices to allocate (their shapes follow from ``out_shape``).
     """
     params = func.args
+    verify_returns_attr(func)
     n_out = func.attrs.get("returns", 0)
-    if (isinstance(n_out, bool) or not isinstance(n_out, int) or not 0 <= n_out <= len(params)
-            or not all(isinstance(p.type, BufferType) for p in params[len(params) - n_out:])):
-        raise VerifyError(f"@{func.sym_name}: attribute 'returns' must count trailing buffer "
-                          f"parameters, got {n_out!r}")
     given = list(args)
     if len(given) > len(params):
         raise VerifyError(f"@{func.sym_name} takes {len(params)} argument(s), got {len(given)}")
@@ -116,8 +152,23 @@ def bind_call(func: FuncOp, args, kwargs, is_array, writable):
         elif isinstance(p.type, ScalarType):
             values.append(_scalar(func, k, p.type, v))
         else:
-            values.append(_shaped(func, k, p.type, v, symbols, is_array, writable))
+            values.append(_shaped(func, k, p.type, v, symbols, is_array, writable, convert))
     return values, symbols, outputs
+
+
+def snapshot_tensors(func: FuncOp, values, may_share, copy) -> None:
+    """A tensor argument is a value: what it held when the call began. Replace, in
+    ``values`` (from ``bind_call``), each tensor argument that ``may_share`` memory with
+    a buffer argument by ``copy(value)``, so stores into the buffer during the call are
+    not seen through the tensor (docs/ir.md, "Arguments")."""
+    buffers = [v for p, v in zip(func.args, values)
+               if v is not None and isinstance(p.type, BufferType)]
+    if not buffers:
+        return
+    for k, (p, v) in enumerate(zip(func.args, values)):
+        if (v is not None and isinstance(p.type, ShapedType) and not isinstance(p.type, BufferType)
+                and any(may_share(v, b) for b in buffers)):
+            values[k] = copy(v)
 
 
 def out_shape(func: FuncOp, k: int, symbols) -> tuple:

@@ -36,7 +36,7 @@ def lower_for(lw, node):
         raise lw.error(node.target, "the loop variable must be a single name")
     (lb, ub, step), parallel, spelling = lw.loop_range(node)
     iv = node.target.id
-    written = assigned_names(node.body)
+    written = assigned_names(node.body, in_place=lw.is_buffer_name)
     carried = [n for n in written if n in lw.env and n != iv]
     if parallel and carried:
         n = carried[0]

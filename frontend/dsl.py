@@ -138,15 +138,53 @@ def prange(*args):
 
 class Kernel:
     """A compiled kernel: ``.ir`` (the verified Module), ``.func`` (its FuncOp),
-    ``.name``, ``.fn`` (the Python function) and ``.source_file``."""
+    ``.name``, ``.fn`` (the Python function) and ``.source_file``.
 
-    def __init__(self, fn, module: Module, source_file: str):
+    Calling it runs it on ``I.config.target`` (``cpu`` unless ``NINFER_TARGET`` or
+    ``I.config`` says otherwise) with the arguments ``I.interpret`` takes. The first
+    call with a new argument signature (per parameter: dtype, shape and layout class,
+    contiguous or strided) compiles the kernel with the call's symbol sizes made
+    static (``I.config.specialize``) and caches it in ``.overloads``; later calls
+    with that signature reuse it. ``I.compile`` stays the explicit form."""
+
+    def __init__(self, fn, module: Module, source_file: str, src=None, names=None):
         self.fn = fn
         self.name = fn.__name__
         self.ir = module
         self.source_file = source_file
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
+        self._src, self._names = src, names
+        #: ``(target, threads, signature) -> compiled kernel`` (``"interp"`` for the
+        #: interpreter), filled by calls
+        self.overloads: dict = {}
+        self._compiled: dict = {}
+        self._specialized: dict = {}
+
+    #: ``(kernel, args, kwargs) -> result``: set by ``ninfer_ir`` to ``api.call`` (the
+    #: compile driver lives above the frontend)
+    dispatch = None
+
+    def __call__(self, *args, **kwargs):
+        return Kernel.dispatch(self, args, kwargs)
+
+    def specialized(self, sizes: dict) -> Module:
+        """The kernel's Module with the symbol dims in ``sizes`` static (``.ir`` when
+        ``sizes`` is empty, or when the specialized kernel is refused at compile time,
+        so that such a call fails the way the generic kernel does, at run time)."""
+        key = tuple(sorted(sizes.items()))
+        hit = self._specialized.get(key)
+        if hit is None:
+            hit = self.ir
+            if sizes and self._src is not None:
+                from .lowering_ast import lower_function
+                try:
+                    hit = lower_function(self.fn, self._src, kernel_types=(Kernel,),
+                                         outer_names=self._names, sizes=sizes)
+                except DSLError:
+                    hit = self.ir
+            self._specialized[key] = hit
+        return hit
 
     @property
     def func(self) -> FuncOp:
@@ -174,4 +212,4 @@ def kernel(fn=None):
         module = lower_function(fn, src, kernel_types=(Kernel,), outer_names=names)
     except DSLError as e:
         raise e.with_traceback(None) from None
-    return Kernel(fn, module, src.filename)
+    return Kernel(fn, module, src.filename, src, names)

@@ -21,13 +21,17 @@ from .scope import RangeFn, Scope, ShapeProxy, resolve_global
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def lower_function(fn, src, kernel_types=(), outer_names=None) -> Module:
-    return Lowering(fn, src, kernel_types, outer_names).run()
+def lower_function(fn, src, kernel_types=(), outer_names=None, sizes=None) -> Module:
+    """The verified Module of ``fn``; ``sizes`` (symbol -> int) makes those symbol dims
+    of the parameters static (a specialization for one call's shapes)."""
+    return Lowering(fn, src, kernel_types, outer_names, sizes).run()
 
 
-def assigned_names(stmts) -> dict:
+def assigned_names(stmts, in_place=lambda name: False) -> dict:
     """Names a statement list (re)binds, with the first statement binding each;
-    loop variables of nested loops are not included (they are loop-local)."""
+    loop variables of nested loops are not included (they are loop-local), nor are
+    names for which ``in_place(name)`` holds (buffers) that only an augmented
+    assignment writes: ``b += v`` stores into a buffer without rebinding ``b``."""
     out: dict = {}
 
     def target(t, stmt):
@@ -44,7 +48,10 @@ def assigned_names(stmts) -> dict:
             if isinstance(s, ast.Assign):
                 for t in s.targets:
                     target(t, s)
-            elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
+            elif isinstance(s, ast.AugAssign):
+                if not (isinstance(s.target, ast.Name) and in_place(s.target.id)):
+                    target(s.target, s)
+            elif isinstance(s, ast.AnnAssign):
                 target(s.target, s)
             elif isinstance(s, (ast.For, ast.While, ast.If)):
                 walk(s.body)
@@ -54,8 +61,9 @@ def assigned_names(stmts) -> dict:
 
 
 class Lowering(ExprLowering):
-    def __init__(self, fn, src, kernel_types=(), outer_names=None):
+    def __init__(self, fn, src, kernel_types=(), outer_names=None, sizes=None):
         self.fn = fn
+        self.sizes = dict(sizes or {})
         self.outer_names = dict(outer_names or {})
         self.src = src
         self.kernel_types = tuple(kernel_types)
@@ -163,7 +171,7 @@ class Lowering(ExprLowering):
             if not ok:
                 raise self.error(node, f"{ann!r}: bad dimension {d!r}; a dim is an int >= 0, "
                                        f"a symbol name such as \"N\", or None")
-            dims.append(d)
+            dims.append(self.sizes.get(d, d) if isinstance(d, str) else d)
         cls = TensorType if ann.kind == "tensor" else BufferType
         return cls(ann.items[0], dims)
 
@@ -266,25 +274,40 @@ class Lowering(ExprLowering):
             v = self.typed(v, t, node.value, f"the value of '{node.target.id}'")
         self.env.bind(node.target.id, v, node)
 
+    def is_buffer_name(self, name: str) -> bool:
+        """Whether ``name`` is bound to a buffer (so ``name += v`` stores in place)."""
+        b = self.env.get(name)
+        return b is not None and isinstance(b.value, Value) and isinstance(b.value.type,
+                                                                          BufferType)
+
     def visit_AugAssign(self, node):
         rule = OPERATORS.get(type(node.op))
         if rule is None:
             raise self.error(node, UNSUPPORTED_OPERATORS[type(node.op)])
-        if isinstance(node.target, ast.Name):
-            cur = self.expr(ast.copy_location(ast.Name(node.target.id, ast.Load()), node.target))
-            value = self.expr(node.value)
-            self.env.bind(node.target.id, self.binary(rule, cur, value, node), node)
-            return
-        if not isinstance(node.target, ast.Subscript):
+        target = node.target
+        if isinstance(target, ast.Name):
+            name = ast.copy_location(ast.Name(target.id, ast.Load()), target)
+            if not self.is_buffer_name(target.id):
+                cur = self.expr(name)
+                value = self.expr(node.value)
+                self.env.bind(target.id, self.binary(rule, cur, value, node), node)
+                return
+            # a buffer is memory: `b += v` updates it in place, as `b[:, :] = b + v`
+            rank = self.env.get(target.id).value.type.rank
+            whole = [ast.copy_location(ast.Slice(), target) for _ in range(rank)]
+            target = ast.copy_location(ast.Subscript(
+                name, ast.copy_location(ast.Tuple(whole, ast.Load()), target), ast.Store()),
+                target)
+        if not isinstance(target, ast.Subscript):
             raise self.error(node.target, "augmented assignment needs a name or an "
                                           "indexed buffer")
-        base, axes = self.store_target(node.target)
+        base, axes = self.store_target(target)
         value = self.expr(node.value)
         if all(a[0] == "i" for a in axes):
-            cur = self.view(base, axes, node.target)
-            self.write(base, axes, self.binary(rule, cur, value, node), node.target, node)
+            cur = self.view(base, axes, target)
+            self.write(base, axes, self.binary(rule, cur, value, node), target, node)
         else:
-            dst = self.view(base, axes, node.target, force_view=True)
+            dst = self.view(base, axes, target, force_view=True)
             self.copy_into(dst, self.binary(rule, dst, value, node), node)
 
     # -- stores ----------------------------------------------------------------------------

@@ -19,9 +19,10 @@ from ninfer_ir.formats import Format
 from ninfer_ir.quant import QuantSchema, _QuantNamespace
 from ninfer_ir.types import ScalarType, ShapedType
 
-#: ``I.<name>(...)`` calls the DSL compiles into IR ops
-OP_CALLS = ("quantize", "quantized_dot", "dot", "decode", "sum", "prod", "max", "min", "reduce",
-            "cast", "bitcast", "select", "minimum", "maximum", "abs")
+from .calls import CALLS
+
+#: ``I.<name>(...)`` calls the DSL compiles into IR ops (one handler each in ``calls``)
+OP_CALLS = tuple(CALLS)
 
 #: Python builtins a kernel may call on compile-time constants
 STATIC_BUILTINS = ("abs", "min", "max", "int", "float", "bool", "len")

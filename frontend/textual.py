@@ -17,6 +17,13 @@ from ninfer_ir.ops import OPS
 from ninfer_ir.quant import SCHEMAS
 from ninfer_ir.types import SCALARS, BufferType, TensorType
 
+# Deepest nesting of regions (ops inside regions inside ops) and of list attributes
+# the parser accepts; deeper text is refused with a ParseError instead of exhausting
+# the Python stack here or in the verifier and passes.
+MAX_NESTING = 64
+# Longest integer literal accepted (digits); larger values fit no IR type anyway.
+MAX_INT_DIGITS = 40
+
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
@@ -40,7 +47,10 @@ def parse(text: str, verify: bool = True) -> Module:
         raise ParseError(f"cannot parse: {e}") from None
     except RecursionError:
         raise ParseError("IR nests too deeply") from None
-    module = _Builder().module(tree)
+    try:
+        module = _Builder().module(tree)
+    except RecursionError:
+        raise ParseError("IR nests too deeply") from None
     if verify:
         module.verify()
     return module
@@ -75,6 +85,15 @@ def _err(node, message, text=""):
 class _Builder:
     def __init__(self):
         self.scopes: list[dict] = []
+        self.depth = 0
+
+    def enter(self, node, what):
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise _err(node, f"{what} nested more than {MAX_NESTING} levels deep")
+
+    def leave(self):
+        self.depth -= 1
 
     # -- scoping ------------------------------------------------------------------
     def lookup(self, tok: Token):
@@ -155,6 +174,7 @@ class _Builder:
         return op
 
     def region(self, t: Tree) -> Region:
+        self.enter(t, "region")
         params = []
         ops = []
         for c in t.children:
@@ -169,6 +189,7 @@ class _Builder:
         for o in ops:
             block.append(self.op(o))
         self.scopes.pop()
+        self.leave()
         return Region([block])
 
     # -- attributes and types ------------------------------------------------
@@ -184,7 +205,7 @@ class _Builder:
     def attrval(self, t: Tree):
         kind = t.data
         if kind == "int_attr":
-            return int(t.children[0])
+            return _int(t.children[0])
         if kind == "float_attr":
             return float(t.children[0])
         if kind == "neginf_attr":
@@ -202,7 +223,10 @@ class _Builder:
                                 f"are {', '.join('#' + n for n in SCHEMAS)}")
             return schema
         if kind == "list_attr":
-            return [self.attrval(c) for c in t.children]
+            self.enter(t, "list attribute")
+            out = [self.attrval(c) for c in t.children]
+            self.leave()
+            return out
         ty = t.children[0]
         # a bare identifier: a keyword constant or a scalar dtype
         if len(ty.children) == 1:
@@ -232,14 +256,22 @@ class _Builder:
         for d in t.children[2:]:
             tok = d.children[0]
             if tok.type == "INT":
-                if int(tok) < 0:
+                if _int(tok) < 0:
                     raise _err(tok, "dimensions cannot be negative")
-                dims.append(int(tok))
+                dims.append(_int(tok))
             elif tok.type == "QMARK":
                 dims.append(None)
             else:
                 dims.append(str(tok))
         return kinds[word](SCALARS[str(dtype_tok)], dims)
+
+
+def _int(tok: Token) -> int:
+    digits = str(tok).lstrip("-")
+    if len(digits) > MAX_INT_DIGITS:
+        raise _err(tok, f"integer literal of {len(digits)} digits is too long "
+                        f"(at most {MAX_INT_DIGITS})", str(tok)[:16] + "...")
+    return int(str(tok))
 
 
 def _hint(name: str):

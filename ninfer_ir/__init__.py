@@ -13,6 +13,7 @@
     print(q4k_gemv.ir)                       # textual SSA IR
     I.interpret(q4k_gemv, w, x, y)           # the oracle
     I.compile(q4k_gemv, target="cpu")(w, x, y)
+    q4k_gemv(w, x, y)                        # compiled on first call for I.config.target
 """
 from .errors import (NinferError, DSLError, ParseError, VerifyError, DomainError,
                      TargetUnavailable, FormatError, CompileError)
@@ -24,6 +25,7 @@ from .ops import OPS
 from .builder import Builder
 from .printer import print_module
 from .api import interpret, lower, compile, emit
+from .config import config
 from . import formats
 
 __version__ = "0.1.0"
@@ -94,21 +96,6 @@ def select(c, a, b):
     return _f(c, a, b)
 
 
-def minimum(a, b):
-    from ninfer_ir.backends.interp.eager import elementwise as _f
-    return _f("min", a, b)
-
-
-def maximum(a, b):
-    from ninfer_ir.backends.interp.eager import elementwise as _f
-    return _f("max", a, b)
-
-
-def abs(x):
-    from ninfer_ir.backends.interp.eager import absolute as _f
-    return _f(x)
-
-
 def cast(x, dtype):
     from ninfer_ir.backends.interp.eager import cast as _f
     return _f(x, dtype)
@@ -119,5 +106,17 @@ def bitcast(x, dtype):
     return _f(x, dtype)
 
 
+# -- the elementwise calls (I.abs, I.minimum, ...), one per op class with a ``dsl_call`` --
+def _elementwise_calls():
+    from .backends.interp.eager import elementwise_function
+    from .ops import DSL_CALLS
+    return {name: elementwise_function(cls) for name, cls in DSL_CALLS.items()}
+
+
+globals().update(_elementwise_calls())
+
+
 # -- the DSL (frontend) ----------------------------------------------------------------
 from ninfer_ir.frontend.dsl import kernel, Kernel, Tensor, Buffer, range, prange  # noqa: E402,F401
+from .api import call as _call  # noqa: E402
+Kernel.dispatch = staticmethod(_call)          # calling an @I.kernel runs it on I.config.target

@@ -239,6 +239,15 @@ class Operation:
     def error(self, message: str) -> VerifyError:
         return VerifyError(message, self)
 
+    # -- memory effects (the op itself, nested regions not counted) ---------------
+    def memory_reads(self) -> list:
+        """Operands whose elements this op reads; by default all of them."""
+        return list(self.operands)
+
+    def memory_writes(self) -> list:
+        """Operands whose elements this op writes (or frees); by default none."""
+        return []
+
     def __repr__(self):
         return f"<{self.name} op>"
 

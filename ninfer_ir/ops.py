@@ -2,32 +2,75 @@
 
 ``OPS`` is the read-only name → class table that the parser, the interpreter,
 the emitters and the coverage tests enumerate. Scalar semantics (what ``add``
-or ``cast`` compute) live in ``semantics.py``; this file only says what is
-well-typed.
+or ``cast`` compute) live in ``numerics``; this file only says what is
+well-typed, which family an op belongs to, and what its operands mean.
+
+Families are base classes; every op set used elsewhere is derived from them
+(``family(UnaryOp)``, ``ELEMENTWISE``, ...), so a new op joins the sets, the
+interpreter's rules and the DSL by its class alone:
+
+- ``ElementwiseOp``: ``UnaryOp``, ``BinaryOp``, ``CmpOp``, ``SelectOp``, ``CastOp``
+  (and ``BitcastOp``); element ``i`` of the result depends on element ``i`` of the
+  operands only.
+- ``ContractionOp``: ``ReduceOp``, ``DotOp`` and ``QuantizedDotOp``: ordered folds
+  (``order`` is a ``SumOrder``).
+- memory: ``IndexedOp`` (``load``, ``store``, ``subview``: an index per axis),
+  ``memory_reads()`` / ``memory_writes()`` on every op, ``AllocOp``, ``DeallocOp``.
+- ``RegionOp`` (``for``, ``if``) and ``TerminatorOp`` (``yield``, ``return``).
+
+Algebraic identities are class attributes of the binary ops (``identity``,
+``commutative``, ``absorbing``, ``idempotent``, ``self_inverse``) and of the unary
+ones (``involution``); canonicalization reads them.
 """
 from __future__ import annotations
 
 from types import MappingProxyType
 
 from .ir import Operation
-from .opbase import (attr, describe, index_operand, n_operands, n_results, no_bf16,
+from .numerics.semantics import int_range
+from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, attribute, describe,
+                     index_operand, n_operands, n_results, no_bf16, operand_at, operands_from,
                      order_attr, scalar, shaped, shapes_compatible)
 from .ops_quant import DecodeOp, QuantizedDotOp, QuantizeIntoOp, QuantizeOp
 from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal, index)
 
-# -- functions and constants ---------------------------------------------------
+# -- family roots that are not elementwise ----------------------------------------
 
-class ReturnOp(Operation):
-    name = "return"
+class TerminatorOp(ReadsNothing, Operation):
+    """Ends a block; its operands are the values the block gives back."""
     pure = False
     terminator = True
+
+
+class RegionOp(ReadsNothing, Operation):
+    """Structured control flow: an op that owns regions (``for``, ``if``)."""
+    pure = False
+
+
+class IndexedOp(Operation):
+    """An access with one index operand per indexed axis: ``load``, ``store``, ``subview``.
+    ``source`` is the tensor or buffer indexed; ``index_pairs()`` gives
+    ``[(axis, index value)]``."""
+
+    source = operand_at(0)
+
+    def index_pairs(self) -> list:
+        return list(enumerate(self.indices))
+
+
+# -- functions and constants ---------------------------------------------------
+
+class ReturnOp(TerminatorOp):
+    name = "return"
 
     def verify_(self):
         n_results(self, 0)
 
 
-class ConstantOp(Operation):
+class ConstantOp(ReadsNothing, Operation):
     name = "constant"
+
+    value = attribute("value")
 
     def verify_(self):
         n_operands(self, 0)
@@ -47,7 +90,6 @@ class ConstantOp(Operation):
         elif t.is_int:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise self.error(f"a {t} constant needs an integer, got {describe(v)}")
-            from .semantics import int_range
             lo, hi = int_range(t)
             if not lo <= v <= hi:
                 raise self.error(f"{v} does not fit {t}")
@@ -55,8 +97,11 @@ class ConstantOp(Operation):
 
 # -- shapes and views ---------------------------------------------------------
 
-class DimOp(Operation):
+class DimOp(ReadsNothing, Operation):
     name = "dim"
+
+    source = operand_at(0)
+    axis = attribute("axis")
 
     def infer_types(self):
         return [index]
@@ -69,7 +114,7 @@ class DimOp(Operation):
             raise self.error(f"axis {axis} out of range for rank {t.rank}")
 
 
-class SubviewOp(Operation):
+class SubviewOp(ReadsNothing, IndexedOp):
     """A view: per source axis ``i`` (one index operand, axis dropped), ``r`` (start,
     stop, step operands, axis kept) or ``:`` (whole axis). Views of buffers are
     buffers (writable); views of tensors are tensors."""
@@ -78,6 +123,21 @@ class SubviewOp(Operation):
 
     def axes(self) -> str:
         return self.attrs.get("axes", "")
+
+    def index_pairs(self) -> list:
+        """``[(axis, index)]`` of the ``i`` axes (ranges are not listed)."""
+        out, k = [], 1
+        for axis, code in enumerate(self.axes()):
+            if code == "i":
+                out.append((axis, self.operands[k]))
+                k += 1
+            elif code == "r":
+                k += 3
+        return out
+
+    @property
+    def has_ranges(self) -> bool:
+        return "r" in self.axes()
 
     def infer_types(self):
         src = self.operands[0].type if self.operands else None
@@ -115,7 +175,8 @@ class SubviewOp(Operation):
         if res.dtype != src.dtype or res.rank != inferred.rank:
             raise self.error(f"result type {res} does not match the view {inferred}")
         for got, want in zip(res.shape, inferred.shape):
-            if want is not None and got != want:
+            # `?` is always allowed: folding a range to constants must not break the IR
+            if want is not None and got is not None and got != want:
                 raise self.error(f"result type {res} does not match the view {inferred}")
 
 
@@ -132,9 +193,11 @@ def _static_range_len(ops, dim):
     return len(range(*slice(start, stop, step).indices(dim)))
 
 
-class LoadOp(Operation):
+class LoadOp(IndexedOp):
     """One element of a tensor/buffer (all indices given); a rank-0 tensor loads its value."""
     name = "load"
+
+    indices = operands_from(1)
 
     def infer_types(self):
         src = self.operands[0].type if self.operands else None
@@ -149,10 +212,18 @@ class LoadOp(Operation):
             index_operand(self, v, f"index {k - 1}")
 
 
-class StoreOp(Operation):
+class StoreOp(ReadsNothing, IndexedOp):
     """``store(value, buffer, indices…)``: writes one element of a buffer."""
     name = "store"
     pure = False
+
+    value = operand_at(0)
+    dest = operand_at(1)
+    source = dest
+    indices = operands_from(2)
+
+    def memory_writes(self) -> list:
+        return [self.dest]
 
     def verify_(self):
         n_results(self, 0)
@@ -169,10 +240,12 @@ class StoreOp(Operation):
             index_operand(self, v, f"index {k}")
 
 
-class CopyOp(Operation):
+class CopyOp(WritesDest, Operation):
     """``copy(src, dst)``: writes a whole tensor into a buffer (view) of the same shape."""
     name = "copy"
     pure = False
+
+    source = operand_at(0)
 
     def verify_(self):
         n_operands(self, 2)
@@ -187,12 +260,6 @@ class CopyOp(Operation):
             if a is not None and b is not None and not dims_equal(a, b) \
                     and isinstance(a, int) and isinstance(b, int):
                 raise self.error(f"cannot copy {src} into {dst}: shapes differ")
-
-
-def copy_size_message(axis: int) -> str:
-    """The run-time error of a ``copy`` whose source and destination sizes differ, first
-    on ``axis``: the interpreter, the checks ``lower`` places and the backends say this."""
-    return f"'copy': cannot copy shape: source and destination sizes differ on axis {axis}"
 
 
 # -- elementwise ------------------------------------------------------------------
@@ -222,9 +289,15 @@ def _make(dtype, shape):
 
 
 class ElementwiseOp(Operation):
+    """Family root: element ``i`` of the result depends on element ``i`` of the operands."""
     arity = 2
-    #: which dtypes the op accepts: "any", "int" (integers and bool) or "num" (no bool)
+    #: which dtypes the op accepts: "any", "int" (integers and bool), "shift" (integers),
+    #: "num" (no bool) or "float"
     accepts = "any"
+    #: the ``I.<name>`` call of the DSL and the eager API that makes this op, if any
+    dsl_call: str | None = None
+    #: False for the ops that also take bf16 words (select, cast, bitcast)
+    computes = True
 
     def infer_types(self):
         if len(self.operands) != self.arity:
@@ -246,44 +319,79 @@ class ElementwiseOp(Operation):
             raise self.error(f"needs integer operands, got {dtype}")
         if self.accepts == "num" and dtype is bool_:
             raise self.error("needs numeric operands, got bool")
+        if self.accepts == "float" and not dtype.is_float:
+            raise self.error(f"needs float operands, got {dtype}")
 
 
-def _binary(opname, accepts="num", doc=""):
-    return type(opname.capitalize() + "Op", (ElementwiseOp,),
-                {"name": opname, "accepts": accepts, "__doc__": doc})
+#: ``BinaryOp.identity`` / ``absorbing`` value meaning "all bits set" (-1, or true)
+ONES = "ones"
 
 
-AddOp = _binary("add", doc="x + y (integers wrap; floats round to nearest even)")
-SubOp = _binary("sub", doc="x - y")
-MulOp = _binary("mul", doc="x * y")
-DivOp = _binary("div", doc="x / y (integers: truncating; divisor 0 gives 0)")
+class BinaryOp(ElementwiseOp):
+    """Family: ``lhs op rhs`` on one dtype. The identities hold on integers and bool
+    (not on floats): ``x op identity == x``; ``commutative``: also ``identity op x``;
+    ``x op absorbing == absorbing``; ``idempotent``: ``x op x == x``;
+    ``self_inverse``: ``x op x == 0``."""
+    arity = 2
+    accepts = "num"
+    identity = None
+    commutative = False
+    absorbing = None
+    idempotent = False
+    self_inverse = False
+
+    lhs = operand_at(0)
+    rhs = operand_at(1)
+
+
+def _binary(opname, accepts="num", doc="", **hooks):
+    return type(opname.capitalize() + "Op", (BinaryOp,),
+                {"name": opname, "accepts": accepts, "__doc__": doc, **hooks})
+
+
+AddOp = _binary("add", doc="x + y (integers wrap; floats round to nearest even)",
+                identity=0, commutative=True)
+SubOp = _binary("sub", doc="x - y", identity=0, self_inverse=True)
+MulOp = _binary("mul", doc="x * y", identity=1, commutative=True, absorbing=0)
+DivOp = _binary("div", doc="x / y (integers: truncating; divisor 0 gives 0)", identity=1)
 RemOp = _binary("rem", doc="remainder with the sign of x (divisor 0 gives 0)")
-MinOp = _binary("min", doc="minimum (floats: NaN if either is NaN)")
-MaxOp = _binary("max", doc="maximum (floats: NaN if either is NaN)")
-AndOp = _binary("and", "int", "bitwise and")
-OrOp = _binary("or", "int", "bitwise or")
-XorOp = _binary("xor", "int", "bitwise xor")
-ShlOp = _binary("shl", "shift", "shift left (amount >= width gives 0)")
-ShrOp = _binary("shr", "shift", "shift right: arithmetic for signed, logical for unsigned")
+MinOp = _binary("min", doc="minimum (floats: NaN if either is NaN)", idempotent=True,
+                dsl_call="minimum")
+MaxOp = _binary("max", doc="maximum (floats: NaN if either is NaN)", idempotent=True,
+                dsl_call="maximum")
+AndOp = _binary("and", "int", "bitwise and", identity=ONES, commutative=True, absorbing=0,
+                idempotent=True)
+OrOp = _binary("or", "int", "bitwise or", identity=0, commutative=True, idempotent=True)
+XorOp = _binary("xor", "int", "bitwise xor", identity=0, commutative=True, self_inverse=True)
+ShlOp = _binary("shl", "shift", "shift left (amount >= width gives 0)", identity=0)
+ShrOp = _binary("shr", "shift", "shift right: arithmetic for signed, logical for unsigned",
+                identity=0)
 
 
-class NegOp(ElementwiseOp):
+class UnaryOp(ElementwiseOp):
+    """Family: ``op x``. ``involution``: ``op (op x) == x``."""
+    arity = 1
+    accepts = "num"
+    involution = False
+
+    operand = operand_at(0)
+
+
+class NegOp(UnaryOp):
     name = "neg"
-    arity = 1
-    accepts = "num"
+    involution = True
 
 
-class AbsOp(ElementwiseOp):
+class AbsOp(UnaryOp):
     name = "abs"
-    arity = 1
-    accepts = "num"
+    dsl_call = "abs"
 
 
-class NotOp(ElementwiseOp):
+class NotOp(UnaryOp):
     """Bitwise not on integers, logical not on bool."""
     name = "not"
-    arity = 1
     accepts = "int"
+    involution = True
 
 
 CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -292,6 +400,10 @@ CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 class CmpOp(ElementwiseOp):
     """Comparison; floats compare ordered (any NaN gives false, except ``ne``)."""
     name = "cmp"
+
+    lhs = operand_at(0)
+    rhs = operand_at(1)
+    pred = attribute("pred")
 
     def _result_dtype(self, dtype):
         return bool_
@@ -303,9 +415,15 @@ class CmpOp(ElementwiseOp):
             raise self.error(f"unknown predicate {pred!r}; use one of {', '.join(CMP_PREDICATES)}")
 
 
-class SelectOp(Operation):
+class SelectOp(ElementwiseOp):
     """``select(c, a, b)``: a where c else b (elementwise for tensors)."""
     name = "select"
+    arity = 3
+    computes = False
+
+    cond = operand_at(0)
+    true_value = operand_at(1)
+    false_value = operand_at(2)
 
     def infer_types(self):
         if len(self.operands) != 3:
@@ -324,9 +442,14 @@ class SelectOp(Operation):
             raise self.error("condition shape does not match the values")
 
 
-class CastOp(Operation):
-    """Value conversion to ``to``: see semantics.py for the exact rules."""
+class CastOp(ElementwiseOp):
+    """Value conversion to ``to``: see numerics/scalar.py for the exact rules."""
     name = "cast"
+    arity = 1
+    computes = False
+
+    source = operand_at(0)
+    to = attribute("to")
 
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.attrs.get("to"), ScalarType):
@@ -365,9 +488,12 @@ class BitcastOp(CastOp):
 REDUCE_KINDS = ("add", "mul", "min", "max")
 
 
-class ReduceOp(Operation):
+class ReduceOp(ContractionOp):
     """Reduce the last axis (``kind`` add/mul/min/max; floats in the declared ``order``)."""
     name = "reduce"
+
+    source = operand_at(0)
+    kind = attribute("kind")
 
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
@@ -389,9 +515,12 @@ class ReduceOp(Operation):
         order_attr(self)
 
 
-class DotOp(Operation):
+class DotOp(ContractionOp):
     """The ordinary contraction: sum of R(a[i]*b[i]) over two 1-D float vectors, in ``order``."""
     name = "dot"
+
+    lhs = operand_at(0)
+    rhs = operand_at(1)
 
     def infer_types(self):
         if len(self.operands) != 2 or not isinstance(self.operands[0].type, ShapedType):
@@ -414,21 +543,27 @@ class DotOp(Operation):
 
 # -- structured control flow -------------------------------------------------------
 
-class YieldOp(Operation):
+class YieldOp(TerminatorOp):
     name = "yield"
-    pure = False
-    terminator = True
 
     def verify_(self):
         n_results(self, 0)
 
 
-class ForOp(Operation):
+class ForOp(RegionOp):
     """``for(lb, ub, step, inits…)`` with one region ``^(iv, carried…)`` ending in
     ``yield(next…)``; results are the final carried values. ``parallel = true`` marks a
     loop whose iterations are independent (no carried values)."""
     name = "for"
-    pure = False
+
+    lower = operand_at(0)
+    upper = operand_at(1)
+    step = operand_at(2)
+    inits = operands_from(3)
+
+    @property
+    def iv(self):
+        return self.body.args[0]
 
     def infer_types(self):
         return [v.type for v in self.operands[3:]]
@@ -466,10 +601,19 @@ class ForOp(Operation):
         return bool(self.attrs.get("parallel", False))
 
 
-class IfOp(Operation):
+class IfOp(RegionOp):
     """``if(cond)`` with a then and an else region, each ending in ``yield``."""
     name = "if"
-    pure = False
+
+    cond = operand_at(0)
+
+    @property
+    def then_block(self):
+        return self.regions[0].block
+
+    @property
+    def else_block(self):
+        return self.regions[1].block
 
     def verify_(self):
         n_operands(self, 1)
@@ -497,10 +641,12 @@ def _check_yield(op, block, types):
 
 # -- memory (after materialization) ---------------------------------------------
 
-class AllocOp(Operation):
+class AllocOp(ReadsNothing, Operation):
     """An invocation-local buffer; one index operand per non-static dim."""
     name = "alloc"
     pure = False
+
+    sizes = operands_from(0)
 
     def verify_(self):
         n_results(self, 1)
@@ -513,9 +659,14 @@ class AllocOp(Operation):
             index_operand(self, v, f"size {k}")
 
 
-class DeallocOp(Operation):
+class DeallocOp(ReadsNothing, Operation):
     name = "dealloc"
     pure = False
+
+    buffer = operand_at(0)
+
+    def memory_writes(self) -> list:
+        return [self.buffer]
 
     def verify_(self):
         n_operands(self, 1)
@@ -524,11 +675,14 @@ class DeallocOp(Operation):
             raise self.error("dealloc takes a buffer")
 
 
-class CheckOp(Operation):
+class CheckOp(ReadsNothing, Operation):
     """``check(cond) {message = "..."}``: if cond is false the kernel stops and the
     launcher raises ``I.DomainError`` with the message (e.g. an index out of range)."""
     name = "check"
     pure = False
+
+    cond = operand_at(0)
+    message = attribute("message")
 
     def verify_(self):
         n_operands(self, 1)
@@ -547,3 +701,18 @@ OPS = MappingProxyType({cls.name: cls for cls in (
     QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,
     CheckOp, DecodeOp,
 )})
+
+
+def family(base) -> frozenset:
+    """The op classes of ``OPS`` that belong to the family (base class) ``base``."""
+    return frozenset(cls for cls in OPS.values() if issubclass(cls, base))
+
+
+ELEMENTWISE = family(ElementwiseOp)
+UNARY = family(UnaryOp)
+BINARY = family(BinaryOp)
+CONTRACTIONS = family(ContractionOp)
+
+#: ``I.<name>`` -> op class, for the elementwise ops the DSL and the eager API call by name
+DSL_CALLS = MappingProxyType({cls.dsl_call: cls for cls in sorted(ELEMENTWISE, key=lambda c: c.name)
+                              if cls.dsl_call})

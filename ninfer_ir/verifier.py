@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .errors import VerifyError
 from .ir import Block, FuncOp, Module, Operation
+from .ops import ReturnOp, YieldOp
+from .types import BufferType
 
 
 def verify(module: Module) -> None:
@@ -18,10 +20,11 @@ def verify(module: Module) -> None:
 
 
 def verify_func(func: FuncOp) -> None:
+    verify_returns_attr(func)
     scope = set(func.args)
     body = func.body
     term = body.terminator
-    if term is None or term.name != "return":
+    if not isinstance(term, ReturnOp):
         raise VerifyError(f"function @{func.sym_name} must end with return", func)
     got = [v.type for v in term.operands]
     if got != list(func.result_types):
@@ -29,6 +32,17 @@ def verify_func(func: FuncOp) -> None:
             f"return gives ({', '.join(map(str, got))}) but @{func.sym_name} returns "
             f"({', '.join(map(str, func.result_types))})", term)
     _verify_block(body, scope, in_func_body=True)
+
+
+def verify_returns_attr(func: FuncOp) -> None:
+    """``returns = k`` (k >= 0) names the last k parameters, all buffers, as outputs
+    that a call allocates and returns."""
+    params = func.args
+    n_out = func.attrs.get("returns", 0)
+    if (isinstance(n_out, bool) or not isinstance(n_out, int) or not 0 <= n_out <= len(params)
+            or not all(isinstance(p.type, BufferType) for p in params[len(params) - n_out:])):
+        raise VerifyError(f"@{func.sym_name}: attribute 'returns' must count trailing buffer "
+                          f"parameters, got {n_out!r}", func)
 
 
 def _verify_block(block: Block, scope: set, in_func_body: bool) -> None:
@@ -44,9 +58,9 @@ def _verify_block(block: Block, scope: set, in_func_body: bool) -> None:
                                   f"(or outside the region that defines it)", op)
         if op.terminator and k != len(block.ops) - 1:
             raise VerifyError(f"'{op.name}' must be the last op of its block", op)
-        if op.name == "return" and not in_func_body:
+        if isinstance(op, ReturnOp) and not in_func_body:
             raise VerifyError("return is only allowed at the end of a function body", op)
-        if op.name == "yield" and in_func_body:
+        if isinstance(op, YieldOp) and in_func_body:
             raise VerifyError("yield is only allowed at the end of a for/if region", op)
         verify_op(op)
         for region in op.regions:

@@ -103,7 +103,7 @@ starts with `pass '<name>':`.
 
 | # | pass | why here |
 |---|---|---|
-| 1 | `canonicalize` | fold constants with `ninfer_ir.semantics` and apply exact identities first, so the analyses see plain values |
+| 1 | `canonicalize` | fold constants with `ninfer_ir.numerics.semantics` and apply exact identities first, so the analyses see plain values |
 | 2 | `cse` | one op per expression: two `quantize` of one input become one, before anything decides buffers |
 | 3 | `licm` | hoist loop-invariant ops (a `quantize` written in the row loop) before fusion and buffers are decided |
 | 4 | `dce` | drop what folding, merging and hoisting left unused |

@@ -2,9 +2,10 @@
 expressions, ordered folds and bounds checks."""
 from __future__ import annotations
 
-from ninfer_ir import semantics
+from ninfer_ir import ops as O
+from ninfer_ir.numerics import semantics
 from ninfer_ir.builder import Builder, region_with_block
-from ninfer_ir.ops import copy_size_message
+from ninfer_ir.numerics.domain import copy_size_message
 from ninfer_ir.types import ScalarType, ShapedType, index
 
 from .analysis import FUSED, bound_le, const_value, in_range, is_fused
@@ -124,11 +125,11 @@ def nonnegative(i) -> bool:
         return c >= 0
     op = getattr(i, "op", None)
     if op is not None:
-        return op.name == "dim"
+        return isinstance(op, O.DimOp)
     loop = i.block.parent_op
-    if loop is None or loop.name != "for" or i.index != 0:
+    if not isinstance(loop, O.ForOp) or i.index != 0:
         return False
-    lb, step = const_value(loop.operands[0]), const_value(loop.operands[2])
+    lb, step = const_value(loop.lower), const_value(loop.step)
     return isinstance(lb, int) and lb >= 0 and isinstance(step, int) and step >= 1
 
 

@@ -186,7 +186,7 @@ class CLikeEmitter:
         would not run for an empty inner loop), after which the caller rolls back."""
         trips = []
         for loop in chain:
-            lb, ub, st = (self.value(v) for v in loop.operands[:3])
+            lb, ub, st = (self.value(v) for v in (loop.lower, loop.upper, loop.step))
             self.step_guard(loop, st)
             trips.append(self.fresh("nq_n"))
             self.line(f"const nq_i64 {trips[-1]} = {folds.trip(self.lib)}({lb}, {ub}, {st});")
@@ -204,7 +204,7 @@ class CLikeEmitter:
                 inner = " * ".join(trips[j + 1:])
                 expr = f"{k} / ({inner})" if inner else k
                 self.line(f"const nq_i64 {kj} = {expr}" + (f" % {trips[j]};" if j else ";"))
-            lb, ub, st = (self.value(v) for v in loop.operands[:3])
+            lb, ub, st = (self.value(v) for v in (loop.lower, loop.upper, loop.step))
             iv = self.fresh(loop.body.args[0].name_hint or "i")
             self.line(f"const nq_i64 {iv} = {_iv(lb, kj, st)};")
             self.values[loop.body.args[0]] = iv
@@ -388,29 +388,28 @@ class CLikeEmitter:
         x = [self.value(v) for v in op.operands]
         t = op.operands[-1].type
         name, lib = op.name, self.lib
-        if t is bf16 and name not in ("select", "cast", "bitcast"):
+        if t is bf16 and op.computes:
             raise VerifyError("bf16 values are only cast or bitcast; cast to f32 to compute", op)
-        if name == "select":
+        if isinstance(op, O.SelectOp):
             expr = f"({x[0]} ? {x[1]} : {x[2]})"
-        elif name == "cmp":
-            expr = lib.compare_expr(op.attrs["pred"], t, x[0], x[1])
-        elif name == "cast":
-            expr = lib.cast_expr(t, op.attrs["to"], x[0])
-        elif name == "bitcast":
-            expr = lib.bitcast_expr(t, op.attrs["to"], x[0])
-        elif len(x) == 1:
+        elif isinstance(op, O.CmpOp):
+            expr = lib.compare_expr(op.pred, t, x[0], x[1])
+        elif isinstance(op, O.BitcastOp):
+            expr = lib.bitcast_expr(t, op.to, x[0])
+        elif isinstance(op, O.CastOp):
+            expr = lib.cast_expr(t, op.to, x[0])
+        elif isinstance(op, O.UnaryOp):
             expr = lib.unary_expr(name, t, x[0])
-        elif name in ("and", "or", "xor"):
-            sym = {"and": "&", "or": "|", "xor": "^"}[name]
-            expr = f"({scalars.c_type(t)})({x[0]} {sym} {x[1]})"
+        elif name in _BITWISE:
+            expr = f"({scalars.c_type(t)})({x[0]} {_BITWISE[name]} {x[1]})"
         else:
             expr = f"{lib.binary(name, t)}({x[0]}, {x[1]})"
         return self.let(op.result, expr)
 
     def lower_for(self, op):
-        lb, ub, st = (self.value(v) for v in op.operands[:3])
+        lb, ub, st = (self.value(v) for v in (op.lower, op.upper, op.step))
         carried = []
-        for a, v in zip(op.body.args[1:], op.operands[3:]):
+        for a, v in zip(op.body.args[1:], op.inits):
             name = self.fresh(a.name_hint or "acc")
             self.line(f"{_ctype(a.type)} {name} = {_scalar_of(self, op, self.value(v))};")
             carried.append(name)
@@ -447,7 +446,7 @@ class CLikeEmitter:
 
     def lower_if(self, op):
         names = [self.declare(_ctype(r.type), r) for r in op.results]
-        self.open(f"if ({self.value(op.operands[0])}) {{")
+        self.open(f"if ({self.value(op.cond)}) {{")
         self.assign(op, names, self.block(op.regions[0].block).operands)
         self.close("} else {")
         self.depth += 1
@@ -458,7 +457,7 @@ class CLikeEmitter:
     def lower_check(self, op):
         from ninfer_ir.backends.abi import REASON_CHECK
         cid = self.plan.checks.index(op)
-        self.line(f"if (!{self.value(op.operands[0])}) {self.fail_stmt(str(cid * 8 + REASON_CHECK))}")
+        self.line(f"if (!{self.value(op.cond)}) {self.fail_stmt(str(cid * 8 + REASON_CHECK))}")
 
 
 def _iv(lb, k, st) -> str:
@@ -480,6 +479,8 @@ def _scalar_of(e, op, x):
         raise e.no_lowering(op, " carrying or yielding a view (only scalars and rank-0 values)")
     return x.expr if isinstance(x, Reg) else x
 
+
+_BITWISE = {O.AndOp.name: "&", O.OrOp.name: "|", O.XorOp.name: "^"}
 
 RULES = {cls: CLikeEmitter.lower_scalar for cls in SCALAR_OPS}
 RULES.update({O.ConstantOp: CLikeEmitter.lower_constant, O.ForOp: CLikeEmitter.lower_for,

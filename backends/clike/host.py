@@ -113,6 +113,7 @@ class HostKernel:
         values, symbols, outputs = P.bind_call(
             func, args, kwargs, lambda a: isinstance(a, np.ndarray),
             lambda a: a.flags.writeable)
+        P.snapshot_tensors(func, values, np.may_share_memory, np.copy)
         for k in outputs:
             values[k] = np.zeros(P.out_shape(func, k, symbols), func.args[k].type.dtype.np_dtype)
         shapes = {k: v.shape for k, v in enumerate(values) if isinstance(v, np.ndarray)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp
 from ninfer_ir.types import index
@@ -45,7 +45,8 @@ from ninfer_ir.backends import signature
 
 __all__ = ["CTL_FAILED", "CTL_LOCK", "CTL_KEY", "CTL_STATUS", "CTL_ERR", "ERR_SLOTS",
            "CTL_LAYOUT", "ALIGN", "Unit", "AllocSlot", "FuncPlan", "HostExpr",
-           "evaluate", "layout", "bind_call", "out_shape", "index_scalars", "error_for",
+           "evaluate", "layout", "bind_call", "out_shape", "snapshot_tensors", "index_scalars",
+           "error_for",
            "choose", "fail_helpers"]
 
 CTL_FAILED, CTL_LOCK, CTL_KEY, CTL_STATUS = 0, 1, 2, 3
@@ -171,6 +172,7 @@ def layout(plan: FuncPlan, shapes, scalars, workers) -> tuple[int, np.ndarray]:
 # --- call binding: shared with every runtime (backends/signature.py) -----------------------
 
 bind_call, out_shape = signature.bind_call, signature.out_shape
+snapshot_tensors = signature.snapshot_tensors
 
 
 def choose(module, func_name) -> FuncOp:

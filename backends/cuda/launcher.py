@@ -4,12 +4,17 @@
     out = kernel(*args, func_name=None, **named)      # like I.interpret
 
 A call checks the arguments the way the interpreter does (same ``VerifyError``
-messages; cupy or numpy arrays, numpy scalars or Python numbers), then that element
+messages; cupy or numpy arrays, numpy scalars or Python numbers; any other object
+exporting ``__dlpack__`` from CUDA memory or ``__cuda_array_interface__`` is viewed as
+a cupy array over the same memory, one exporting host memory (DLPack or the array
+interface) as a numpy array), then that element
 pointers and strides are multiples of the element size (device loads are typed):
 a misaligned cupy *tensor* is staged into a contiguous copy, a misaligned cupy
 *buffer* is refused. Only then is the device touched. numpy arrays are copied to
 the device; numpy buffers are copied back after a successful call (on an error they
-are left unchanged; numpy buffers may not overlap other numpy arguments). Omitted
+are left unchanged; two numpy buffers may not overlap). A tensor argument is the
+value it held at the call: a cupy tensor that may share memory with a buffer argument
+is copied first (docs/ir.md, "Arguments"). Omitted
 trailing output buffers (``returns``) are allocated and returned, as numpy when
 every array argument was numpy, as cupy otherwise.
 
@@ -33,6 +38,7 @@ from ninfer_ir.errors import VerifyError
 from ninfer_ir.types import ScalarType, bf16, bool_, f16
 
 from ninfer_ir.backends.clike import plan as P
+from ninfer_ir.backends.signature import host_array
 
 from .emitter import BLOCK_THREADS, CudaEmitter
 
@@ -56,6 +62,25 @@ def _is_cupy(a) -> bool:
 
 def _is_array(a) -> bool:
     return isinstance(a, np.ndarray) or (_is_cupy(a) and hasattr(a, "shape"))
+
+
+_DL_CUDA_DEVICES = (2, 13)      # DLPack's kDLCUDA and kDLCUDAManaged
+
+
+def _device_or_host_array(value):
+    """A cupy view of a CUDA-memory export, else ``host_array(value)``: no copy."""
+    if _is_cupy(value) or isinstance(value, np.ndarray):
+        return value
+    on_device = hasattr(value, "__cuda_array_interface__") or (
+        hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__")
+        and int(value.__dlpack_device__()[0]) in _DL_CUDA_DEVICES)
+    if not on_device:
+        return host_array(value)
+    from . import runtime
+    cupy = runtime._require_gpu()
+    if hasattr(value, "__cuda_array_interface__"):
+        return cupy.asarray(value)
+    return cupy.from_dlpack(value)
 
 
 def _writable(a) -> bool:
@@ -111,7 +136,8 @@ class CudaKernel:
     def __call__(self, *args, func_name=None, **kwargs):
         func = P.choose(self.module, func_name)
         plan = self.emitted.plans[func.sym_name]
-        values, symbols, outputs = P.bind_call(func, args, kwargs, _is_array, _writable)
+        values, symbols, outputs = P.bind_call(func, args, kwargs, _is_array, _writable,
+                                               _device_or_host_array)
         self._check_memory(func, values)
         cupy, fns = self.load()
         return self._run(cupy, fns, func, plan, values, symbols, outputs)
@@ -124,12 +150,14 @@ class CudaKernel:
             if _is_cupy(v) and func.args[k].type.writable:
                 raise VerifyError(f"@{func.sym_name}: argument {k} is a cupy buffer whose "
                                   f"pointer or strides are not multiples of its element size")
+        # a numpy tensor overlapping a numpy buffer is fine: each gets its own device
+        # copy, so the tensor is the snapshot the IR's semantics ask for
         for i, (k, a) in enumerate(host):
             for j, b in host[i + 1:]:
-                if (func.args[k].type.writable or func.args[j].type.writable) \
+                if (func.args[k].type.writable and func.args[j].type.writable) \
                         and np.shares_memory(a, b):
                     raise VerifyError(f"@{func.sym_name}: numpy arguments {k} and {j} overlap "
-                                      f"and one is written; pass cupy arrays to alias them")
+                                      f"and both are written; pass cupy arrays to alias them")
 
     def _device(self, cupy, func, values, outputs, symbols):
         dev = list(values)
@@ -145,6 +173,7 @@ class CudaKernel:
                                       else host.astype(host.dtype.newbyteorder("=")))
             elif not _aligned(v):
                 dev[k] = cupy.ascontiguousarray(v)
+        P.snapshot_tensors(func, dev, cupy.may_share_memory, cupy.copy)
         return dev
 
     def _workers(self, plan, shapes, scalars):

@@ -63,8 +63,8 @@ class Lowered:
 # --- structural lowerings --------------------------------------------------------------
 
 def _lower_for(e: Emitter, op):
-    lb, ub, step = (e.value(v) for v in op.operands[:3])
-    inits = [e.value(v) for v in op.operands[3:]]
+    lb, ub, step = (e.value(v) for v in (op.lower, op.upper, op.step))
+    inits = [e.value(v) for v in op.inits]
     n = e.trip_count(op, lb, ub, step)
     if e.can_outline and not inits:
         from .parallel import emit_parallel
@@ -79,7 +79,7 @@ def _lower_for(e: Emitter, op):
 
 def _lower_if(e: Emitter, op):
     b = e.b
-    cond = e.value(op.operands[0])
+    cond = e.value(op.cond)
     then_bb, else_bb, merge = e.new_block("then"), e.new_block("else"), e.new_block("endif")
     b.cbranch(cond, then_bb, else_bb)
     arms = []
@@ -100,7 +100,7 @@ def _lower_if(e: Emitter, op):
 
 def _lower_check(e: Emitter, op):
     cid = e.kernel.checks.index(op)
-    e.fail_if(e.b.not_(e.value(op.operands[0])), cid * 8 + REASON_CHECK)
+    e.fail_if(e.b.not_(e.value(op.cond)), cid * 8 + REASON_CHECK)
 
 
 def _lower_scalar(e: Emitter, op):
@@ -109,7 +109,7 @@ def _lower_scalar(e: Emitter, op):
             raise no_lowering(op, f" on {v.type} (tensor-level elementwise ops are "
                                   f"lowered to loops by the passes)")
     t = op.operands[-1].type if op.operands else None
-    if t is bf16 and op.name not in ("select", "cast", "bitcast"):
+    if t is bf16 and op.computes:
         raise VerifyError("bf16 values are only cast or bitcast; cast to f32 to compute", op)
     return S.SCALAR_RULES[op.name](e.b, op, [e.value(v) for v in op.operands])
 

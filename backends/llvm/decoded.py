@@ -2,7 +2,7 @@
 
 The row is never stored: its element ``k`` is computed where it is read (``load``,
 ``dot``, ``reduce``, ``copy``; any other consumer, such as a ``subview``, is refused
-with a ``VerifyError``), exactly as ``backends/interp/decode.py``: the ``b``-bit
+with a ``VerifyError``), exactly as ``ninfer_ir/numerics/decode.py``: the ``b``-bit
 little-endian word at stream bits ``[k*b, (k+1)*b)`` (two bytes read, the one past
 the row as 0), its signed code (two's complement, or ``u - offset``), and
 ``binary32(s32 * binary32(q))`` with ``s32`` the binary32 of the group's binary16
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from ninfer_ir import ops as O
 from ninfer_ir.types import f16, f32
 
 from . import scalars as S
@@ -58,14 +59,14 @@ class Decoded:
 
 
 #: the ops that read a decoded row element by element
-READERS = ("load", "dot", "reduce", "copy")
+READERS = (O.LoadOp, O.DotOp, O.ReduceOp, O.CopyOp)
 
 
 def lower_decode(e, op):
     for use in op.result.uses:
-        if use.op.name not in READERS:
+        if not isinstance(use.op, READERS):
             raise no_lowering(op, f" feeding '{use.op.name}': a decoded row is computed "
-                                  f"where it is read ({', '.join(READERS)}); give it a buffer "
+                                  f"where it is read ({', '.join(c.name for c in READERS)}); give it a buffer "
                                   f"to take a view of it")
     b = e.b
     packed, scales, k = (e.value(v) for v in op.operands)

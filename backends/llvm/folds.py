@@ -20,7 +20,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from ninfer_ir.semantics import int_range
+from ninfer_ir.numerics.folds import fold_identity
 from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import ScalarType
 
@@ -149,15 +149,7 @@ def ordered_fold(e, n, elem, combine, identity, order: SumOrder | None):
 
 
 def _identity(kind: str, t: ScalarType):
-    if kind == "add":
-        value = 0
-    elif kind == "mul":
-        value = 1
-    elif t.is_float:
-        value = np.inf if kind == "min" else -np.inf
-    else:
-        lo, hi = int_range(t)
-        value = hi if kind == "min" else lo
+    value = fold_identity(kind, t)
     return S.constant(t, float(value) if t.is_float else int(value))
 
 

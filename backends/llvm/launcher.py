@@ -29,7 +29,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from ninfer_ir import errors as errors_module
-from ninfer_ir.errors import VerifyError
+from ninfer_ir.errors import CompileError, NinferError, VerifyError
 from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import BufferType, ShapedType
 from ninfer_ir.backends.interp.eager import bind_arguments
@@ -231,17 +231,27 @@ class CompiledKernel:
         if hit is None:
             self._module.verify()
             target = host_target(self._options["isa"])
-            lowering = _Lowering(self._module, self.func, strides, target.isa, self._options)
-            text = str(self._module)
-            key = (f"ninfer_kernel/{_KEY_VERSION}/{generator_digest()}/"
-                   f"func={self.func.sym_name}/strides={strides}/"
-                   f"bounds_checks={bool(self._options['bounds_checks'])}\n{text}")
-            jit = JITModule(lowering.build_for_jit, target=target, key_source=key,
-                            **self._jit_options)
-            info = lowering.info_from(jit)
-            hit = (lowering, jit, jit.get(info.symbol, ctypes.c_int64, _KERNEL_ARGS))
+            try:
+                hit = self._build(strides, target)
+            except NinferError:
+                raise
+            except Exception as e:  # a code generator bug: typed, naming the kernel
+                raise CompileError(f"internal compiler error in the CPU backend while "
+                                   f"compiling @{self.func.sym_name} ({target.isa}, "
+                                   f"{strides} strides): {type(e).__name__}: {e}") from e
             self._variants[strides] = hit
         return hit
+
+    def _build(self, strides, target):
+        lowering = _Lowering(self._module, self.func, strides, target.isa, self._options)
+        text = str(self._module)
+        key = (f"ninfer_kernel/{_KEY_VERSION}/{generator_digest()}/"
+               f"func={self.func.sym_name}/strides={strides}/"
+               f"bounds_checks={bool(self._options['bounds_checks'])}\n{text}")
+        jit = JITModule(lowering.build_for_jit, target=target, key_source=key,
+                        **self._jit_options)
+        info = lowering.info_from(jit)
+        return lowering, jit, jit.get(info.symbol, ctypes.c_int64, _KERNEL_ARGS)
 
     @property
     def isa(self) -> str:

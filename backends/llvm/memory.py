@@ -25,7 +25,7 @@ __all__ = ["lower_dim", "lower_subview", "lower_load", "lower_store", "lower_cop
 
 
 def lower_dim(e, op):
-    return e.value(op.operands[0]).shape[op.attrs["axis"]]
+    return e.value(op.source).shape[op.axis]
 
 
 def _bounds(e, op, view, idx):
@@ -61,17 +61,17 @@ def load_element(b, view, idx):
 
 
 def lower_load(e, op):
-    src = e.value(op.operands[0])
+    src = e.value(op.source)
     if isinstance(src, Reg):
         return src.value
-    idx = [e.value(v) for v in op.operands[1:]]
+    idx = [e.value(v) for v in op.indices]
     _bounds(e, op, src, idx)
     return load_element(e.b, src, idx)
 
 
 def lower_store(e, op):
-    value, dst = e.value(op.operands[0]), e.value(op.operands[1])
-    idx = [e.value(v) for v in op.operands[2:]]
+    value, dst = e.value(op.value), e.value(op.dest)
+    idx = [e.value(v) for v in op.indices]
     _bounds(e, op, dst, idx)
     b = e.b
     b.store(S.to_memory(b, value, dst.dtype), element_ptr(b, dst, idx), align=1)
@@ -151,7 +151,7 @@ def _nested(e, sizes, body):
 
 def lower_copy(e, op):
     b = e.b
-    src, dst = e.value(op.operands[0]), e.value(op.operands[1])
+    src, dst = e.value(op.source), e.value(op.dest)
     same = None
     for x, y in zip(src.shape, dst.shape):
         eq = b.icmp_signed("==", x, y)
@@ -218,7 +218,7 @@ def lower_alloc(e, op):
 
 
 def lower_dealloc(e, op):
-    view = e.value(op.operands[0])
+    view = e.value(op.buffer)
     slot = e.slot_of.pop(id(view), None) if isinstance(view, View) else None
     if slot is not None:
         e.free_slot(slot)

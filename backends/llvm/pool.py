@@ -10,7 +10,10 @@ contiguous chunks (about ``CHUNKS_PER_THREAD`` per thread, a multiple of 16
 iterations when at least 16, so the 16-row blocks of the GEMV rows kernel stay
 whole), and the calling thread and up to ``T - 1`` workers take chunks in
 increasing order from a shared atomic counter until none is left, so a thread
-that is held up (another process on its CPU) leaves its share to the others. A
+that is held up (another process on its CPU) leaves its share to the others.
+A worker claims a posted loop (a compare-and-swap on its slot) before touching it; once
+the calling thread finds no chunk left it withdraws, by the same compare-and-swap, every
+post not claimed yet, so a worker that has not got a CPU yet does not hold the call up. A
 thread stops at its first failing chunk; every chunk below the lowest failing one
 has been taken and run, so the status returned is that of the lowest failing
 chunk, which stops at its first failing iteration: the lowest failing iteration,
@@ -178,6 +181,15 @@ class _Pool:
         last = b.phi(I32)
         last.add_incoming(ir.Constant(I32, 0), entry)
         gen = self.wait_until(b, start, asleep, differs_from=last)
+        # claim the work posted as generation gen, unless the dispatcher has already
+        # withdrawn it (it ran every chunk itself and did not wait for this thread)
+        claim = b.cmpxchg(self.half(b, w, DONE, 1), b.sub(gen, ir.Constant(I32, 1)), gen,
+                          "seq_cst", "seq_cst")
+        run = fn.append_basic_block("run")
+        skipped = b.block
+        b.cbranch(b.extract_value(claim, 1), run, loop)
+        last.add_incoming(gen, skipped)
+        b.position_at_end(run)
         body = b.bitcast(b.inttoptr(b.load(self.word(b, w, FN)), I8P), BODY.as_pointer())
         err = b.gep(self.errs, [_c(0), b.mul(w, _c(ERR_WORDS))])
         status = b.call(self.chunks, [body, b.inttoptr(b.load(self.word(b, w, ENV)), I8P),
@@ -277,17 +289,22 @@ class _Pool:
 
         def collect(w):
             gen = b.load(self.half(b, w, START))
-            self.wait_until(b, self.half(b, w, DONE), self.half(b, w, FLAGS, 1), equals=gen)
-            status = b.load(self.word(b, w, STATUS))
-            lo = b.load(self.word(b, w, LO))
-            so_far = b.load(result)
-            lower = b.or_(b.icmp_signed("==", so_far, _c(0)),
-                          b.icmp_signed("<", lo, b.load(result_lo)))
-            take = b.and_(b.icmp_signed("!=", status, _c(0)), lower)
-            with b.if_then(take):
-                b.store(status, result)
-                b.store(lo, result_lo)
-                b.store(b.gep(self.errs, [_c(0), b.mul(w, _c(ERR_WORDS))]), source)
+            # withdraw the post if the worker has not claimed it yet (its CPU busy
+            # elsewhere): every chunk is taken, so there is nothing to wait for
+            withdraw = b.cmpxchg(self.half(b, w, DONE, 1), b.sub(gen, ir.Constant(I32, 1)),
+                                 gen, "seq_cst", "seq_cst")
+            with b.if_then(b.not_(b.extract_value(withdraw, 1))):
+                self.wait_until(b, self.half(b, w, DONE), self.half(b, w, FLAGS, 1), equals=gen)
+                status = b.load(self.word(b, w, STATUS))
+                lo = b.load(self.word(b, w, LO))
+                so_far = b.load(result)
+                lower = b.or_(b.icmp_signed("==", so_far, _c(0)),
+                              b.icmp_signed("<", lo, b.load(result_lo)))
+                take = b.and_(b.icmp_signed("!=", status, _c(0)), lower)
+                with b.if_then(take):
+                    b.store(status, result)
+                    b.store(lo, result_lo)
+                    b.store(b.gep(self.errs, [_c(0), b.mul(w, _c(ERR_WORDS))]), source)
         each_worker(collect)
         status = b.load(result)
         with b.if_then(b.icmp_signed("!=", status, _c(0))):

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from .qir import gather_i32
+
 __all__ = ["VecBuilder"]
 
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
 F16, F32 = ir.HalfType(), ir.FloatType()
-I8P = I8.as_pointer()
 
 
 class VecBuilder:
@@ -60,12 +61,10 @@ class VecBuilder:
     def gather(self, base, offsets):
         """i32 loads at ``base + offsets[lane]`` bytes."""
         b, n = self.b, self.lanes
-        vp = ir.VectorType(I8P, n)
+        fn = gather_i32(self.fn.module, n)
         addr = b.add(self.splat(b.ptrtoint(base, I64)), b.sext(offsets, ir.VectorType(I64, n)))
-        fn = self.intrinsic(f"llvm.masked.gather.v{n}i32.v{n}p0", self.vi,
-                            [vp, I32, ir.VectorType(I1, n), self.vi])
         mask = ir.Constant(ir.VectorType(I1, n), [ir.Constant(I1, 1)] * n)
-        return b.call(fn, [b.inttoptr(addr, vp), ir.Constant(I32, 1), mask,
+        return b.call(fn, [b.inttoptr(addr, fn.function_type.args[0]), mask,
                            ir.Constant(self.vi, None)])
 
     def load_bytes(self, ptr, count=None):

@@ -20,6 +20,13 @@ aligned stack slots shared by every row block:
 
 Between chunks the running sums live in ``y``.
 
+A block's walk is 16 streams of records one row stride apart, each only as long
+as a row (2304 bytes for K = 4096); the hardware prefetchers keep few of them
+ahead, so with the weights in DRAM the loads stall and the record code waits on
+them. Each step therefore prefetches the records ``PREFETCH_STEPS`` steps further
+along the walk (into the next block past the end of this one), which lets the
+DRAM transfer overlap the arithmetic. Prefetches are hints: results do not change.
+
 Per Q4_K record (two 64-byte loads of nibbles ``Q0``, ``Q1``):
 
 * ``Dj = vpdpbusd(0, nibbles, Xj)``: u8 nibbles are the first (unsigned)
@@ -65,7 +72,7 @@ import llvmlite.ir as ir
 from .qdot import (Q4_QS, Q8_BSUM, Q8_QS, add_dot_simple, declare_rows, reduce_add, row_sum,
                    store_zero_rows)
 from .qir import (F16, F32, I8, I8P, I16, I32, I64, TransposeReducer, const_vec, entry_alloca,
-                  for_range, i32, i64, intrinsic, load, shuffle, splat, store, vec, zero)
+                  for_range, gather_i32, i32, i64, intrinsic, load, shuffle, splat, store, vec, zero)
 
 LANES = 16              # rows per block (lanes of the float stage)
 CHUNK = 64              # Q8_K records prepared per chunk
@@ -77,6 +84,8 @@ V64B = vec(I8, 64)
 V16I = vec(I32, 16)
 V16F = vec(F32, 16)
 PTRS = ir.VectorType(I32.as_pointer(), LANES)
+PREFETCH_STEPS = 4      # steps of the walk (16 records each) that prefetching runs ahead
+PREFETCH_LINES = (0, 64, 128)   # with records 144 bytes apart, these cover every line
 
 
 class _Intrinsics:
@@ -96,8 +105,7 @@ class _Intrinsics:
                                 [vec(I16, 16), vec(I16, 16)])
         self.maddwd512 = intrinsic(module, "llvm.x86.avx512.pmaddw.d.512", V16I,
                                    [vec(I16, 32), vec(I16, 32)])
-        self.gather = intrinsic(module, "llvm.masked.gather.v16i32.v16p0", V16I,
-                                [PTRS, vec(ir.IntType(1), LANES), V16I])
+        self.gather = gather_i32(module, LANES)
 
 
 # --- scale decoding -------------------------------------------------------------------
@@ -276,6 +284,29 @@ def _prepare_x(b, x, x_rec, g0, count, xp):
         store(b, load(b, xr, 0, F32), slot, SLOT_DS, align=4)
 
 
+def _prefetch_ahead(b, module, first_row, g, ng, w_row, w_rec):
+    """Prefetch the 16 records ``PREFETCH_STEPS`` steps ahead along the walk.
+
+    Step ``g`` of a block reads record ``g`` of its 16 rows: 16 streams a row stride
+    apart, each only ``ng`` records long before the walk moves on to the next 16 rows,
+    which the hardware prefetchers follow poorly (docs/cpu-performance-notes.md).
+    The step ahead is record ``g + D`` of the same rows or, past the block's end,
+    record ``g + D - ng`` of the next block's rows (``first_row`` + 16 row strides).
+    Rows past the last one are prefetched as well: a prefetch never faults and changes
+    no result; it only asks for the line early (into L1, as the loads do).
+    """
+    pf = intrinsic(module, "llvm.prefetch.p0", ir.VoidType(), [I8P, I32, I32, I32])
+    ahead = b.add(g, i64(PREFETCH_STEPS))
+    inside = b.icmp_signed("<", ahead, ng)
+    offset = b.select(inside, b.mul(ahead, w_rec),
+                      b.add(b.mul(w_row, i64(LANES)), b.mul(b.sub(ahead, ng), w_rec)))
+    rec = b.gep(first_row, [offset])
+    for _ in range(LANES):       # one running address: 16 live row pointers would spill
+        for line in PREFETCH_LINES:
+            b.call(pf, [b.gep(rec, [i64(line)]), i32(0), i32(3), i32(1)])
+        rec = b.gep(rec, [w_row])
+
+
 def add_rows_vnni(module: ir.Module, gfni: bool = False) -> ir.Function:
     """``ninfer_q4k_q8k_dot_rows``; ``gfni`` extracts high nibbles with GF2P8AFFINEQB."""
     fns = _Intrinsics(module, gfni)
@@ -333,8 +364,14 @@ def add_rows_vnni(module: ir.Module, gfni: bool = False) -> ir.Function:
                 row = b.select(b.icmp_signed(">", row, last_row), last_row, row)
                 bases.append(b.gep(w, [b.add(b.mul(row, w_row), chunk_base)]))
             addr_vec = _address_vector(b, bases)
+            with b.if_then(b.icmp_signed("==", r0, i64(0))):
+                # the first block of a call: its first steps have not been prefetched
+                with for_range(b, 0, i64(PREFETCH_STEPS), name="pf") as k:
+                    _prefetch_ahead(b, module, bases[0], b.sub(k, i64(PREFETCH_STEPS)), ng,
+                                    w_row, w_rec)
             with for_range(b, 0, ng, name="g") as g:
                 offset = b.mul(g, w_rec)
+                _prefetch_ahead(b, module, bases[0], g, ng, w_row, w_rec)
                 recs = [b.gep(base, [offset]) for base in bases]
                 heads = b.inttoptr(b.add(addr_vec, _splat(b, offset, vec(I64, LANES))), PTRS)
                 slot = b.gep(xp, [b.mul(g, i64(SLOT))])

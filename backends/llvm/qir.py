@@ -69,6 +69,17 @@ def intrinsic(module: ir.Module, name: str, ret: ir.Type, args) -> ir.Function:
     return fn
 
 
+def gather_i32(module: ir.Module, lanes: int) -> ir.Function:
+    """``llvm.masked.gather`` of ``lanes`` i32 words through a vector of i32 pointers,
+    called as ``(ptrs, mask, passthru)``: no alignment argument, so every address is
+    byte-aligned (align 1). Every kernel of a module declares it through here, so two
+    kernels in one module never disagree on its signature."""
+    v = ir.VectorType(I32, lanes)
+    return intrinsic(module, f"llvm.masked.gather.v{lanes}i32.v{lanes}p0", v,
+                     [ir.VectorType(I32.as_pointer(), lanes), ir.VectorType(ir.IntType(1), lanes),
+                      v])
+
+
 def shuffle(b: ir.IRBuilder, v1, v2, mask) -> ir.Value:
     return b.shuffle_vector(v1, v2, const_vec(I32, mask))
 

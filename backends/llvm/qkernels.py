@@ -3,7 +3,7 @@
 Three exported C-ABI functions, the same names and signatures on every ISA
 level (``"avx512vnni"``, ``"avx2"``, ``"portable"``; see ``jit.host_target``),
 all bit-exact to spec/quantized-ops.md and the numpy oracle
-(``backends.interp.quantops``)::
+(``ninfer_ir.numerics.quantized``)::
 
     i64   ninfer_q8k_quantize(float* src, i64 src_row_stride_elems, i64 G,
                               i8* dst, i64 dst_row_stride_bytes)

@@ -29,8 +29,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ninfer_ir import ops as O
-from ninfer_ir.ir import Block
-from ninfer_ir.types import TensorType
+from ninfer_ir.alias import is_alloc, is_input, may_alias, root
 from ninfer_ir.quant import q4_k, q8_k
 from ninfer_ir.sumorder import SumOrder
 
@@ -116,7 +115,7 @@ def lower_quantize_into(e, op):
         tmp, slot = _scratch(e, g, rec)
         slots.append(slot)
         return [tmp, i64c(rec), true]
-    fresh = isinstance(getattr(_root(op.operands[1]), "op", None), O.AllocOp)
+    fresh = is_alloc(root(op.operands[1]))
     dst_ok = b.icmp_signed("==", d1, i64c(1)) if fresh else ir.Constant(ir.IntType(1), 0)
     dp, dstride, staged = _merge(e, dst_ok, stage_dst,
                                  [dst.ptr, d0, ir.Constant(ir.IntType(1), 0)])
@@ -217,21 +216,11 @@ def match_rows(loop):
     return sv, qd, st
 
 
-def _root(v):
-    while isinstance(getattr(v, "op", None), O.SubviewOp):
-        v = v.op.operands[0]
-    return v
-
-
 def _apart(e, written, read):
     """i1: the buffer value ``written`` shares no byte with the value ``read``. Tensor
     parameters never overlap buffers (the launcher copies them) and a fresh ``alloc``
-    overlaps no other root; anything else is checked at run time."""
-    w_root, r_root = _root(written), _root(read)
-    if isinstance(read.type, TensorType) and isinstance(getattr(r_root, "block", None), Block):
-        return ir.Constant(ir.IntType(1), 1)
-    if r_root is not w_root and (isinstance(getattr(r_root, "op", None), O.AllocOp)
-                                 or isinstance(getattr(w_root, "op", None), O.AllocOp)):
+    overlaps no other root (``ninfer_ir.alias``); anything else is checked at run time."""
+    if is_input(read) or not may_alias(written, read):
         return ir.Constant(ir.IntType(1), 1)
     return disjoint(e.b, e.value(written), e.value(read))
 

@@ -1,7 +1,7 @@
 """The scalar half of the CPU emitter: IR scalar types as LLVM types, constants, and
 one small function per elementwise op.
 
-Each rule reproduces ``ninfer_ir.semantics`` exactly, without fast-math flags:
+Each rule reproduces ``ninfer_ir.numerics.semantics`` exactly, without fast-math flags:
 
 - integer ``div``/``rem`` divide by a guarded divisor (1 where the divisor is 0 or
   where ``MIN / -1`` would trap), then select 0 for a zero divisor; ``MIN / -1``
@@ -32,7 +32,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.types import ScalarType, bf16, bool_, f16, f32, f64, i64, u64
 
 __all__ = ["reg_type", "mem_type", "constant", "const_int", "to_register", "to_memory",
@@ -356,7 +356,7 @@ def _unary_rule(b, op, args):
 
 
 def _cmp_rule(b, op, args):
-    return compare(b, op.attrs["pred"], _operand_dtype(op), *args)
+    return compare(b, op.pred, _operand_dtype(op), *args)
 
 
 def _select_rule(b, op, args):
@@ -364,15 +364,15 @@ def _select_rule(b, op, args):
 
 
 def _cast_rule(b, op, args):
-    return cast(b, args[0], op.operands[0].type, op.attrs["to"])
+    return cast(b, args[0], op.source.type, op.to)
 
 
 def _bitcast_rule(b, op, args):
-    return bitcast(b, args[0], op.operands[0].type, op.attrs["to"])
+    return bitcast(b, args[0], op.source.type, op.to)
 
 
 def _constant_rule(b, op, args):
-    return constant(op.result.type, op.attrs["value"])
+    return constant(op.result.type, op.value)
 
 
 SCALAR_RULES = {name: _binary_rule for name in BINARY}

@@ -4,6 +4,8 @@
     ninfer ir   FILE.py[:kernel] [--print-after all|NAMES] [--lowered] [--target cpu|cuda]
     ninfer emit FILE.py[:kernel] --kind llvm|asm|cuda|ptx [-o OUT]
     ninfer bench [--quick] [--plot out.png] [--no-scripts]
+    ninfer bench FILE.py[:kernel] [--baseline NAME] [--target cpu|cuda] [--dim N=64 ...]
+    ninfer bisect FILE.py[:kernel] [--target cpu|cuda] [--dim N=64 ...] [--seed S]
     ninfer gguf FILE.gguf [--tensor NAME] [--rows R] [--target cpu|interp]
 
 Exit codes: 0 success; 1 a check failed (results differ from the interpreter, a
@@ -29,6 +31,24 @@ EPILOG = ("exit codes: 0 ok, 1 check failed (mismatch, DomainError, invalid kern
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _int_at_least(low: int, what: str):
+    """An argparse type: an integer >= ``low`` (a usage error otherwise)."""
+    def convert(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{value} is not {what}")
+        return value
+    convert.__name__ = what
+    return convert
+
+
+COUNT = _int_at_least(1, "a positive integer")
+NATURAL = _int_at_least(0, "a non-negative integer")
 
 
 def _common() -> argparse.ArgumentParser:
@@ -66,9 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dim", action="append", metavar="NAME=VALUE",
                      help="size of a symbol dim or value of a scalar parameter "
                           "(repeatable; symbols default to 16)")
-    run.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
-    run.add_argument("--repeat", type=int, default=10, help="timed calls on the target")
-    run.add_argument("--threads", type=int, default=None,
+    run.add_argument("--seed", type=NATURAL, default=0, help="random seed of the inputs")
+    run.add_argument("--repeat", type=COUNT, default=10, help="timed calls on the target")
+    run.add_argument("--threads", type=COUNT, default=None,
                      help="threads for parallel loops on cpu (default: all CPUs)")
     run.set_defaults(handler="run:cmd_run")
 
@@ -96,17 +116,52 @@ def build_parser() -> argparse.ArgumentParser:
     emit.set_defaults(handler="run:cmd_emit")
 
     bench = sub.add_parser("bench", parents=common, epilog=EPILOG,
-                           help="measure the Q4_K GEMV and run the benchmark scripts",
-                           description="Time the Q4_K GEMV on every available target against "
-                                       "a measured memory-copy bandwidth, print a table, run "
-                                       "the scripts in benchmarks/ and optionally draw a "
-                                       "roofline-style plot (needs matplotlib).")
+                           help="time a kernel (or the Q4_K GEMV) against the interpreter "
+                                "and numpy",
+                           description="With FILE.py[:kernel]: time the kernel on random "
+                                       "inputs on the target, on the interpreter and against "
+                                       "a numpy baseline (a function numpy_baseline in the "
+                                       "file, or --baseline NAME, called with the same "
+                                       "arguments), each until the timing is stable. "
+                                       "Without: time the Q4_K GEMV on every available "
+                                       "target against a measured memory-copy bandwidth, "
+                                       "print a table, run the scripts in benchmarks/. "
+                                       "--plot draws a chart (needs matplotlib, checked "
+                                       "before anything runs).")
+    bench.add_argument("file", nargs="?", metavar="FILE.py[:kernel]",
+                       help="a Python file with @I.kernel functions (default: the Q4_K GEMV "
+                            "table)")
+    bench.add_argument("--baseline", metavar="NAME",
+                       help="the numpy function in FILE timed against the kernel (default: "
+                            "numpy_baseline when the file defines it)")
+    bench.add_argument("--target", default="cpu", choices=list(EMIT_TARGETS),
+                       help="the compiled target timed with FILE (default: cpu)")
+    bench.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                       help="size of a symbol dim or value of a scalar parameter (FILE)")
+    bench.add_argument("--seed", type=int, default=0, help="random seed of the inputs (FILE)")
     bench.add_argument("--quick", action="store_true", help="small sizes, few repetitions")
     bench.add_argument("--plot", metavar="OUT.png", help="draw a roofline-style PNG")
     bench.add_argument("--no-scripts", action="store_true",
                        help="skip the scripts in benchmarks/")
-    bench.add_argument("--threads", type=int, default=None, help="threads on cpu")
+    bench.add_argument("--threads", type=COUNT, default=None, help="threads on cpu")
     bench.set_defaults(handler="bench:cmd_bench")
+
+    bisect = sub.add_parser("bisect", parents=common, epilog=EPILOG,
+                            help="find the first pass after which the kernel computes other "
+                                 "bits",
+                            description="Run the pass pipeline on the kernel and, after every "
+                                        "pass, the resulting IR in the interpreter on random "
+                                        "inputs; name the first pass whose output differs "
+                                        "bit for bit from the kernel's own IR (exit 1) and "
+                                        "print the IR before and after it.")
+    _kernel_arg(bisect)
+    bisect.add_argument("--target", default="cpu", choices=list(EMIT_TARGETS),
+                        help="the pipeline's target")
+    bisect.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                        help="size of a symbol dim or value of a scalar parameter "
+                             "(repeatable; symbols default to 16)")
+    bisect.add_argument("--seed", type=int, default=0, help="random seed of the inputs")
+    bisect.set_defaults(handler="bisect:cmd_bisect")
 
     gguf = sub.add_parser("gguf", parents=common, epilog=EPILOG,
                           help="list a GGUF file's tensors and check the Q4_K GEMV on them",
@@ -119,11 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
                                       "the unquantized x.")
     gguf.add_argument("path", metavar="FILE.gguf")
     gguf.add_argument("--tensor", metavar="NAME", help="only this tensor")
-    gguf.add_argument("--rows", type=int, default=0,
+    gguf.add_argument("--rows", type=NATURAL, default=0,
                       help="GEMV on the first ROWS rows of each tensor (default: all)")
     gguf.add_argument("--target", default="cpu", choices=list(EMIT_TARGETS),
                       help="the compiled target compared with the interpreter")
-    gguf.add_argument("--seed", type=int, default=0, help="random seed of x")
+    gguf.add_argument("--seed", type=NATURAL, default=0, help="random seed of x")
     gguf.set_defaults(handler="gguf:cmd_gguf")
     return parser
 

@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from .common import (EXIT_OK, EXIT_UNAVAILABLE, CliError, best_and_median, fmt_seconds,
-                         progress)
+                         progress, usage)
 from ninfer_ir.q4k import random_q4k
 
 SHAPES = {"quick": ((1024, 1024), (4096, 4096)),
@@ -118,13 +118,9 @@ def run_scripts(quick: bool) -> list[tuple]:
 
 
 def plot(rows, bandwidth: float, path: str) -> None:
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise CliError(f"cannot draw {path}: matplotlib is not installed "
-                       f"(pip install matplotlib)", EXIT_UNAVAILABLE) from None
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ai = np.logspace(-1, 2, 50)
     ax.loglog(ai, bandwidth * ai / 1e9, "k--", label=f"copy bandwidth {bandwidth / 1e9:.1f} GB/s")
@@ -142,7 +138,23 @@ def plot(rows, bandwidth: float, path: str) -> None:
     print(f"plot written to {path}")
 
 
+def require_matplotlib(path: str) -> None:
+    """Fail before any measurement when ``--plot`` cannot be drawn."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CliError(f"--plot {path} needs matplotlib, which is not installed "
+                       f"(pip install matplotlib)", EXIT_UNAVAILABLE) from None
+
+
 def cmd_bench(args) -> int:
+    if not args.file and (args.baseline or args.dim):
+        raise usage("--baseline and --dim need a FILE.py[:kernel] to time")
+    if args.plot:
+        require_matplotlib(args.plot)
+    if args.file:
+        from .bench_kernel import cmd_bench_kernel
+        return cmd_bench_kernel(args)
     mode = "quick" if args.quick else "full"
     repeat = 5 if args.quick else 20
     mib = 64 if args.quick else 256

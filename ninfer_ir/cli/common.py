@@ -29,10 +29,41 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     return spec, None
 
 
+def check_input_file(path: str) -> None:
+    """A usage error unless ``path`` is an existing regular file (not a folder, device
+    or pipe), worded by what it is."""
+    import stat
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise usage(f"no such file: {path}") from None
+    except OSError as e:
+        raise usage(f"cannot read {path}: {e.strerror or e}") from None
+    if stat.S_ISDIR(mode):
+        raise usage(f"{path} is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        raise usage(f"{path} is not a regular file")
+
+
+def check_output_file(path: str, option: str) -> None:
+    """A usage error when ``path`` cannot be created: its folder is missing or it is a
+    folder itself."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise usage(f"{option} {path}: is a directory")
+    if not os.path.isdir(folder):
+        raise usage(f"{option} {path}: the folder {folder} does not exist")
+
+
+def check_output_dir(path: str, option: str) -> None:
+    """A usage error when ``path`` exists and is not a folder."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise usage(f"{option} {path}: exists and is not a directory")
+
+
 def load_module(path: str):
     """Execute a Python file as a fresh module (its folder first on ``sys.path``)."""
-    if not os.path.isfile(path):
-        raise usage(f"no such file: {path}")
+    check_input_file(path)
     folder = os.path.dirname(os.path.abspath(path))
     if folder not in sys.path:
         sys.path.insert(0, folder)

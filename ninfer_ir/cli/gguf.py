@@ -1,27 +1,38 @@
 """``ninfer gguf``: list a GGUF file, decode its tensors, check the Q4_K GEMV on them."""
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
 
-from .common import (EXIT_FAILED, EXIT_OK, CliError, EXIT_UNAVAILABLE, fmt_seconds,
-                         progress, usage)
+from ninfer_ir.testing import differs
+
+from .common import (EXIT_FAILED, EXIT_OK, CliError, EXIT_UNAVAILABLE, check_input_file,
+                     fmt_seconds, progress, usage)
 
 
 def _reader(path: str):
     try:
         from gguf import GGUFReader
     except ImportError:
-        raise CliError("reading GGUF files needs the 'gguf' package (pip install gguf)",
-                       EXIT_UNAVAILABLE) from None
+        raise CliError("reading GGUF files needs the 'gguf' package "
+                       "(pip install 'ninfer_ir[gguf]')", EXIT_UNAVAILABLE) from None
     import os
-    if not os.path.isfile(path):
-        raise usage(f"no such file: {path}")
+    check_input_file(path)
+    size = f"{os.path.getsize(path) / 2**20:.1f} MiB"
+    if sys.stderr.isatty():                 # scripts get one line, after a good read
+        print(f"reading {path} ({size}) ...", file=sys.stderr, flush=True)
+    t0 = time.perf_counter()
     try:
-        return GGUFReader(path)
-    except (ValueError, OSError) as e:
-        raise CliError(f"{path} is not a readable GGUF file: {e}") from None
+        reader = GGUFReader(path)
+    except Exception as e:          # noqa: BLE001 - gguf-py reports damage in many ways
+        raise CliError(f"{path} is not a readable GGUF file (damaged or truncated; "
+                       f"{type(e).__name__}: {e})") from None
+    print(f"read {path} ({size}): {len(reader.tensors)} tensor headers and "
+          f"{len(reader.fields)} metadata fields in {fmt_seconds(time.perf_counter() - t0)}; "
+          f"tensor data is read as it is used", file=sys.stderr, flush=True)
+    return reader
 
 
 def type_name(t) -> str:
@@ -45,19 +56,41 @@ def rows_first_shape(t) -> tuple:
     return tuple(int(d) for d in reversed(list(t.shape)))
 
 
+def _records(t, shape, record_values: int, record_bytes: int) -> np.ndarray:
+    """``t``'s bytes as ``[rows, records per row, record_bytes]``, checked against its
+    shape (a damaged file gives a clear error, not a numpy one)."""
+    k = shape[-1] if shape else 1
+    rows = int(np.prod(shape[:-1], dtype=object)) if len(shape) > 1 else 1
+    if k % record_values:
+        raise CliError(f"tensor {t.name}: rows of {k} values are not whole records of "
+                       f"{record_values} values ({type_name(t)})")
+    data = np.ascontiguousarray(np.asarray(t.data)).view(np.uint8)
+    need = rows * (k // record_values) * record_bytes
+    if data.size != need:
+        raise CliError(f"tensor {t.name}: {type_name(t)} {'x'.join(map(str, shape))} needs "
+                       f"{need} bytes, the file holds {data.size}")
+    return data.reshape(rows, k // record_values, record_bytes)
+
+
 def decode(t) -> np.ndarray:
     """float32 values of ``t`` with its rows-first shape."""
     from ninfer_ir import formats
     name, data = type_name(t), np.asarray(t.data)
     shape = rows_first_shape(t)
     if name in ("F32", "F16", "F64"):
+        if data.size != int(np.prod(shape, dtype=object)):
+            raise CliError(f"tensor {t.name}: {name} {'x'.join(map(str, shape))} does not "
+                           f"match the {data.size} values the file holds")
         return data.astype(np.float32).reshape(shape)
     if name == "BF16":
         words = np.ascontiguousarray(data).view(np.uint16).astype(np.uint32)
+        if words.size != int(np.prod(shape, dtype=object)):
+            raise CliError(f"tensor {t.name}: BF16 {'x'.join(map(str, shape))} does not "
+                           f"match the {words.size} values the file holds")
         return (words << 16).view(np.float32).reshape(shape)
     fmt = formats.get(f"gguf_{name.lower()}")
-    rows = int(np.prod(shape[:-1]))
-    return fmt.decode(np.ascontiguousarray(data).reshape(rows, -1)).reshape(shape)
+    rec = _records(t, shape, fmt.block_values, fmt.block_bytes)
+    return fmt.decode(rec.reshape(rec.shape[0], rec.shape[1] * rec.shape[2])).reshape(shape)
 
 
 def gguf_py_agrees(t, values: np.ndarray) -> str:
@@ -77,8 +110,8 @@ def gemv_check(t, compiled, rows: int, rng) -> dict:
     from .kernels import q4k_gemv
 
     shape = rows_first_shape(t)
-    k = shape[-1]
-    w = np.ascontiguousarray(t.data).reshape(-1, k // 256, 144)
+    k = shape[-1] if shape else 1
+    w = _records(t, shape, 256, 144)
     if rows:
         w = w[:rows]
     n = w.shape[0]
@@ -92,11 +125,11 @@ def gemv_check(t, compiled, rows: int, rng) -> dict:
     compiled(w, x, y_got)
     t_target = time.perf_counter() - t0
     from ninfer_ir import formats
-    wd = formats.get("gguf_q4_k").decode(w.reshape(n, -1)).astype(np.float64)
+    wd = formats.get("gguf_q4_k").decode(w.reshape(n, w.shape[1] * 144)).astype(np.float64)
     exact = wd @ x.reshape(-1).astype(np.float64)
     denom = np.linalg.norm(exact)
     rel = float(np.linalg.norm(y_got.astype(np.float64) - exact) / denom) if denom else 0.0
-    same = np.array_equal(y_ref.view(np.uint32), y_got.view(np.uint32))
+    same = not differs(y_got, y_ref).any()          # bit for bit; a NaN matches any NaN
     return dict(rows=n, k=k, same=same, rel=rel, t_interp=t_interp, t_target=t_target)
 
 
@@ -114,6 +147,9 @@ def cmd_gguf(args) -> int:
         print(f"{t.name:<32} {type_name(t):<8} {shape:<20} {int(t.n_bytes):>12}  "
               f"{decoder_name(t) or '(none)'}")
     if args.tensor is not None and decoder_name(tensors[0]):
+        if sys.stderr.isatty():
+            print(f"decoding {tensors[0].name} ({int(tensors[0].n_bytes)} bytes) ...",
+                  file=sys.stderr, flush=True)
         values = decode(tensors[0])
         finite = values[np.isfinite(values)]
         lo, hi = (f"{finite.min():.6g}", f"{finite.max():.6g}") if finite.size else ("-", "-")
@@ -134,7 +170,7 @@ def cmd_gguf(args) -> int:
     print(f"{'tensor':<32} {'N x K':<14} {'interp':>10} {args.target:>10}  {'bit-exact':<9}  "
           f"rel. error vs float64")
     failures = 0
-    for t in progress(q4k, len(q4k), "GEMV"):
+    for t in progress(q4k, len(q4k), "reading Q4_K tensors and running the GEMV"):
         r = gemv_check(t, compiled, args.rows, rng)
         failures += not r["same"]
         print(f"{t.name:<32} {r['rows']}x{r['k']:<{13 - len(str(r['rows']))}} "

@@ -7,46 +7,11 @@ import time
 import numpy as np
 
 from ninfer_ir.targets import TARGETS
-from ninfer_ir.types import BufferType
+from ninfer_ir.testing import differences, outputs_of
 
-from .common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, fmt_seconds,
-                         load_kernel, parse_assignments, usage)
-from .inputs import fresh_copy, make_inputs, param_name
-
-
-def outputs_of(func, args, returned) -> list:
-    """(name, array) for every buffer after a call, then every returned value."""
-    out = [(param_name(p, k), np.asarray(a)) for k, (p, a) in enumerate(zip(func.args, args))
-           if isinstance(p.type, BufferType)]
-    if returned is not None:
-        rets = returned if isinstance(returned, tuple) else (returned,)
-        out += [(f"result{k}", np.asarray(r)) for k, r in enumerate(rets)]
-    return out
-
-
-def first_difference(got: np.ndarray, want: np.ndarray) -> str:
-    """Where two arrays first differ bit for bit, in words."""
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return f"{got.dtype}{list(got.shape)} against {want.dtype}{list(want.shape)}"
-    g = np.ascontiguousarray(got).reshape(-1)
-    w = np.ascontiguousarray(want).reshape(-1)
-    gb, wb = g.view(np.uint8).reshape(g.size, -1), w.view(np.uint8).reshape(w.size, -1)
-    bad = np.flatnonzero((gb != wb).any(axis=1))
-    k = int(bad[0])
-    where = np.unravel_index(k, got.shape) if got.ndim else ()
-    return (f"{bad.size} of {g.size} values differ; first at {list(map(int, where))}: "
-            f"{g[k]!r} against {w[k]!r}")
-
-
-def compare(pairs_got, pairs_want) -> list[str]:
-    """One line per output that differs (empty when all agree bit for bit)."""
-    problems = []
-    for (name, got), (_, want) in zip(pairs_got, pairs_want):
-        same = (got.shape == want.shape and got.dtype == want.dtype and np.array_equal(
-            np.ascontiguousarray(got).view(np.uint8), np.ascontiguousarray(want).view(np.uint8)))
-        if not same:
-            problems.append(f"{name}: {first_difference(got, want)}")
-    return problems
+from .common import (EXIT_FAILED, EXIT_OK, CliError, best_and_median, check_output_dir,
+                     check_output_file, fmt_seconds, load_kernel, parse_assignments, usage)
+from .inputs import fresh_copy, make_inputs
 
 
 def cmd_run(args) -> int:
@@ -81,7 +46,7 @@ def cmd_run(args) -> int:
           + (" (numpy arguments: host-device copies included)" if args.target == "cuda" else ""))
     print(f"interp: run {fmt_seconds(t_interp)}")
     got, want = outputs_of(func, got_args, got), outputs_of(func, want_args, want)
-    problems = compare(got, want)
+    problems = differences(got, want)
     if problems:
         print(f"MISMATCH against the interpreter ({args.target} vs interp):")
         for line in problems:
@@ -120,6 +85,8 @@ def _pass_names(target: str) -> list[str]:
 def cmd_ir(args) -> int:
     import ninfer_ir as I
 
+    if args.dump_dir:
+        check_output_dir(args.dump_dir, "--dump-dir")
     kernel = load_kernel(args.file)
     print_after = None
     if args.print_after:
@@ -135,7 +102,11 @@ def cmd_ir(args) -> int:
     if not print_after and not args.lowered and not args.dump_dir:
         _write(str(kernel.ir))
         return EXIT_OK
-    lowered = I.lower(kernel, args.target, print_after=print_after, dump_dir=args.dump_dir)
+    try:
+        lowered = I.lower(kernel, args.target, print_after=print_after, dump_dir=args.dump_dir)
+    except OSError as e:                  # only the stage files are written here
+        raise CliError(f"--dump-dir {args.dump_dir}: cannot write the stages: "
+                       f"{e.strerror or e}") from None
     sys.stdout.flush()
     if args.lowered:
         _write(str(lowered))
@@ -147,12 +118,17 @@ def cmd_ir(args) -> int:
 def cmd_emit(args) -> int:
     import ninfer_ir as I
 
+    if args.output:
+        check_output_file(args.output, "-o")
     kernel = load_kernel(args.file)
     target = next(t.name for t in TARGETS.values() if args.kind in t.emit_kinds)
     text = I.emit(kernel, target=target, kind=args.kind)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as e:
+            raise CliError(f"cannot write {args.output}: {e.strerror or e}") from None
         print(f"{args.kind} of {kernel.name} written to {args.output} ({len(text)} chars)",
               file=sys.stderr)
     else:

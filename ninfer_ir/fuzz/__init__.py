@@ -77,7 +77,7 @@ def check_program(program: Program, variants=VARIANTS, reduce: bool = True,
             kernel = load_kernel(program.source(), path)
         except Refused as e:
             return Result("refused", str(e), "refused"), None
-        arguments = make_arguments(program, kernel.ir.funcs[0], program.seed)
+        arguments = make_arguments(program, kernel, program.seed)
         res = compare(program, kernel, [arguments[p.name] for p in program.param_list()],
                       variants, cache_dir=path)
         if res.status != "failed":

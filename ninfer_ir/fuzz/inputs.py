@@ -1,7 +1,7 @@
 """Random arguments for a generated program, with special values.
 
-The base arrays come from the CLI's generator (``ninfer_ir.cli.inputs.make_inputs``: Q4_K
-records, normal floats, integers, bools); on top of it, some float arrays get NaN, signed
+The base arrays come from ``ninfer_ir.testing.random_inputs`` (Q4_K records, normal
+floats, integers, bools); on top of it, some float arrays get NaN, signed
 zeros, infinities, subnormals and extremes, some integer arrays their extremes, buffers get
 random contents (so an element a kernel must not write is checked too), Q8_K sources
 sometimes a non-finite value or a huge or tiny row, and grouped decode operands are packed
@@ -69,14 +69,14 @@ def program_sizes(program) -> dict:
     return sizes
 
 
-def make_arguments(program, func, seed: int) -> dict:
-    """{parameter name: argument} for every parameter of ``func`` (the full program)."""
-    from ninfer_ir.cli.inputs import make_inputs
+def make_arguments(program, kernel, seed: int) -> dict:
+    """{parameter name: argument} for every parameter of ``kernel`` (the full program)."""
+    from ninfer_ir.testing import random_inputs
     rng = np.random.default_rng(seed)
     params = program.param_list()
     sizes = program_sizes(program)
     used = {d for p in params for d in (p.shape or ())}
-    args, _, _ = make_inputs(func, rng, {k: v for k, v in sizes.items() if k in used})
+    args = random_inputs(kernel, {k: v for k, v in sizes.items() if k in used}, rng)
     out = {}
     packed = {}
     for p, a in zip(params, args):
@@ -100,7 +100,7 @@ def make_arguments(program, func, seed: int) -> dict:
 
 
 def _array_like(rng, p, zeros: np.ndarray) -> np.ndarray:
-    from ninfer_ir.cli.inputs import _array
+    from ninfer_ir.testing import _array
     from ninfer_ir import types
     a, _ = _array(rng, zeros.shape, getattr(types, "bool_" if p.dtype == "bool" else p.dtype))
     return np.ascontiguousarray(a)

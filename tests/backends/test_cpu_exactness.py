@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import ninfer_ir as I
-from ninfer_ir.backends.interp.quantops import quantize_q8k
+from ninfer_ir.numerics.quantized import quantize_q8k
+from ninfer_ir.testing import assert_same_bits as same_bits   # NaN meets any NaN
 from ninfer_ir.types import BufferType
 from tests.conformance import scalar_model as model
 from tests.conformance import test_quantize_q8k as conf_q
@@ -89,16 +90,6 @@ def buffer_positions(name):
 
 
 # --- running both sides -----------------------------------------------------------------
-
-def same_bits(got, want):
-    """Byte equality, except that an f32 NaN only has to meet a NaN (any payload)."""
-    got, want = np.asarray(got), np.asarray(want)
-    if want.dtype == F32 and got.dtype == F32 and got.shape == want.shape:
-        nan = np.isnan(want)
-        assert np.array_equal(np.isnan(got), nan), (got, want)
-        got, want = np.where(nan, F32(0), got), np.where(nan, F32(0), want)
-    assert_same_bits(got, want)
-
 
 def snapshot(args):
     return [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]

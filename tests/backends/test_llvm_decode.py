@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ninfer_ir as I
-from ninfer_ir.backends.interp.decode import decode_row
-from ninfer_ir.backends.interp.eager import dot_values
+from ninfer_ir.numerics.decode import decode_row
+from ninfer_ir.numerics.folds import dot_values
 from ninfer_ir.backends.llvm.builtins import add_half_builtins
 from ninfer_ir.backends.llvm.jit import ISA_LEVELS, JITModule, host_target
 from ninfer_ir.backends.llvm.launcher import compile_module
@@ -57,7 +57,7 @@ def _call_rows(fn, p, s, x, k):
 
 
 def _oracle(fmt, p, s, x, k, order="seq"):
-    return np.array([dot_values(decode_row(p[n], s[n], fmt, k), x, f32, order)
+    return np.array([dot_values(decode_row(p[n], s[n], fmt, k), x, f32, SumOrder.parse(order))
                      for n in range(p.shape[0])], np.float32).reshape(p.shape[0])
 
 

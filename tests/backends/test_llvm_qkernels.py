@@ -1,7 +1,7 @@
 """The hand-written LLVM kernels (``backends.llvm.qkernels``) against the numpy oracle.
 
 Every ISA level this host can run (AVX-512 VNNI, AVX2, portable) is compiled
-and compared bit for bit with ``backends.interp.quantops`` on random and
+and compared bit for bit with ``ninfer_ir.numerics.quantized`` on random and
 adversarial inputs, with record strides that differ from the record size and
 buffers at odd byte offsets. Also: the status word of quantize, the
 instruction selection in the assembly, and the JIT's object cache.
@@ -15,7 +15,7 @@ import struct
 import numpy as np
 import pytest
 
-from ninfer_ir.backends.interp import quantops as oracle
+from ninfer_ir.numerics import quantized as oracle
 from ninfer_ir.backends.llvm import jit as J
 from ninfer_ir.backends.llvm.qkernels import (DOT, DOT_ROWS, QUANTIZE, SIGNATURES, build_module,
                                     decode_status, load_kernels)
@@ -482,6 +482,7 @@ def test_assembly(kernels):
     if kernels.isa == "avx512vnni":
         assert "vpdpbusd" in lowered and "zmm" in lowered
         assert ("vgf2p8affineqb" in lowered) == kernels.gfni
+        assert "prefetcht0" in lowered        # the 16-row walk prefetches ahead of itself
     elif kernels.isa == "avx2":
         assert "zmm" not in lowered and "vpmaddubsw" in lowered and "ymm" in lowered
     else:

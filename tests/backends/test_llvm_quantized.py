@@ -7,7 +7,7 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.interp.quantops import quantize_q8k
+from ninfer_ir.numerics.quantized import quantize_q8k
 from ninfer_ir.backends.llvm.launcher import CompiledKernel
 
 QUANTIZE = """func @q(%x: tensor<f32[G,256]>, %r: buffer<u8[G,292]>) {

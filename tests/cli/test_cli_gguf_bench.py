@@ -94,16 +94,18 @@ def test_gguf_errors(model, tmp_path):
 
 
 def test_bench_quick(tmp_path):
+    """(Without matplotlib, --plot fails before measuring: test_cli_bench_bisect.py.)"""
     png = tmp_path / "roofline.png"
-    r = ninfer("bench", "--quick", "--plot", png)
+    try:
+        import matplotlib  # noqa: F401
+        plot = ["--plot", png]
+    except ImportError:
+        plot = []
+    r = ninfer("bench", "--quick", *plot)
+    assert r.returncode == 0, r.stderr
     assert "numpy copy bandwidth" in r.stdout
     assert re.search(r"^cpu\s+4096x4096\s+", r.stdout, re.M)
     assert re.search(r"^interp\s+1024x1024\s+", r.stdout, re.M)
     assert re.search(r"^oracle\.py\s+ok\s", r.stdout, re.M)
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        assert r.returncode == 3 and "matplotlib is not installed" in r.stderr
-    else:
-        assert r.returncode == 0, r.stderr
+    if plot:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

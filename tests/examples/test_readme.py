@@ -52,8 +52,19 @@ def test_readme_example_prints_the_ir_it_shows(tmp_path, capsys):
     assert capsys.readouterr().out.rstrip("\n") == expected.rstrip("\n")
 
 
+def test_every_other_readme_python_block_runs(tmp_path, capsys):
+    blocks = fenced(read("README.md"), "python")[1:]
+    assert blocks
+    for k, code in enumerate(blocks):
+        path = tmp_path / f"readme_block_{k}.py"      # the DSL reads kernels from real files
+        path.write_text(code)
+        runpy.run_path(str(path), run_name="readme")
+    assert "True True" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("doc", ["README.md", "docs/index.md", "docs/language.md",
-                                 "docs/backends.md", "docs/performance.md"])
+                                 "docs/backends.md", "docs/performance.md",
+                                 "docs/testing.md"])
 def test_relative_links_exist(doc):
     text = read(doc)
     folder = os.path.dirname(os.path.join(ROOT, doc))

@@ -60,7 +60,7 @@ CASES = [
     ("dot G mismatch static", dot("tensor<u8[3,144]>", "tensor<u8[4,292]>"), I.VerifyError,
      "same G, got 3 and 4"),
     ("dot G unknown", dot("tensor<u8[?,144]>", "tensor<u8[?,292]>"), I.VerifyError,
-     "same G"),
+     "unknown record count G (?)"),
     ("dot swapped formats", dot("tensor<u8[G,144]>", "tensor<u8[G,292]>",
                                 "acc_dtype = f32, lhs_format = #q8_k, rhs_format = #q4_k"),
      I.VerifyError, "'lhs_format' must be #q4_k"),

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .types import ScalarType, bf16, bool_, index
+from ..types import ScalarType, bf16, bool_, f32, index
 
 def int_range(t: ScalarType) -> tuple[int, int]:
     if t.kind == "uint":
@@ -268,9 +268,9 @@ def cast(x, src: ScalarType, to: ScalarType):
         if src is to:
             return _as(x, to)
         if src is bf16:
-            return cast(_bf16_to_f32(x), _f32_type(), to)
+            return cast(_bf16_to_f32(x), f32, to)
         if to is bf16:    # through f32: the bf16 word of the f32 value, rounded to nearest even
-            return _f32_to_bf16(cast(x, src, _f32_type()))
+            return _f32_to_bf16(cast(x, src, f32))
         a = _as(x, src)
         if to is bool_:
             return np.asarray(a != 0, dtype=np.bool_)
@@ -281,11 +281,6 @@ def cast(x, src: ScalarType, to: ScalarType):
         if src.is_float:
             return _float_to_int(a, to)
         return a.astype(to.np_dtype)      # int -> int: wrap or extend
-
-
-def _f32_type():
-    from .types import f32
-    return f32
 
 
 def bitcast(x, src: ScalarType, to: ScalarType):

@@ -19,9 +19,9 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ninfer_ir.errors import DomainError, VerifyError
-from ninfer_ir.quant import q4_k, q8_k
-from ninfer_ir.sumorder import SEQ, SumOrder
+from ..errors import DomainError, VerifyError
+from ..quant import q4_k, q8_k
+from ..sumorder import SEQ, SumOrder
 
 __all__ = [
     "REASON_NONFINITE_INPUT", "REASON_INVERSE_NOT_FINITE", "REASON_DS_NOT_FINITE",
@@ -74,7 +74,7 @@ _Q8_GROUP = _BLOCK // _Q8_BSUM.count            # 16 elements per bsum
 
 if not (_Q4_Q.nbytes * 2 == _BLOCK == _Q8_Q.nbytes and _Q4_SCALES.nbytes == 12
         and _Q8_BSUM.count == 2 * _Q4_SUBBLOCKS):
-    raise ImportError("quantops: the q4_k/q8_k schemas no longer match spec §2")
+    raise ImportError("numerics.quantized: the q4_k/q8_k schemas no longer match spec §2")
 
 
 def _describe(obj) -> str:

@@ -30,6 +30,26 @@ def words_of_row(packed: np.ndarray, bits: int, k: int) -> np.ndarray:
     return (pair >> off) & np.uint32((1 << bits) - 1)
 
 
+def row_sizes(fmt, k: int) -> tuple[int, int]:
+    """``(packed bytes, scales)`` of one row of ``k`` elements of ``fmt``."""
+    return -(-k * fmt.bits // 8), -(-k // fmt.group)
+
+
+def check_row(packed, scales, fmt, k) -> str | None:
+    """Why ``packed`` (u8) and ``scales`` (f16) are not one row of ``k`` elements of
+    ``fmt``, or None when they are."""
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and k >= 1 \
+            and (packed.shape[0], scales.shape[0]) == row_sizes(fmt, int(k)):
+        return None
+    return row_mismatch(packed.shape[0], scales.shape[0], fmt, k)
+
+
+def row_mismatch(n_packed, n_scales, fmt, k) -> str:
+    """The words of a row geometry that does not fit."""
+    return (f"{n_packed} packed bytes and {n_scales} scales do not hold one {fmt.name} row "
+            f"of {k!r} elements")
+
+
 def decode_row(packed, scales, fmt, k: int) -> np.ndarray:
     q = code_of_word(words_of_row(packed, fmt.bits, k), fmt).astype(np.float32)
     s = np.asarray(scales, dtype=np.float16).astype(np.float32)

@@ -1,0 +1,71 @@
+"""A tensor argument is its value at the call (docs/ir.md, "Arguments"): when it shares
+memory with a buffer argument, stores into the buffer are not seen through the tensor.
+Every target computes what the snapshot semantics give, checked against a reference
+written here from the rule itself."""
+import shutil
+
+import numpy as np
+import pytest
+
+import ninfer_ir as I
+from ninfer_ir.backends.clike.host import HostKernel
+
+
+@I.kernel
+def shift_add(x: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, "N"]):
+    for i in I.range(1, x.shape[0]):
+        y[i] = x[i - 1] + 1.0
+
+
+def reference(a):
+    """y[i] = old_a[i - 1] + 1 for i >= 1, y[0] unchanged."""
+    out = a.copy()
+    out[1:] = a[:-1] + np.float32(1.0)
+    return out
+
+
+def _runners():
+    yield "interp", lambda *a: I.interpret(shift_add, *a)
+    yield "cpu", I.compile(shift_add, "cpu", threads=1)
+    yield "cpu-2", I.compile(shift_add, "cpu", threads=2)
+    if shutil.which("cc") or shutil.which("gcc"):
+        yield "host-c", HostKernel(I.lower(shift_add))
+
+
+RUNNERS = dict(_runners())
+
+
+@pytest.mark.parametrize("target", list(RUNNERS))
+def test_same_array_as_tensor_and_buffer(target):
+    a = np.arange(6, dtype=np.float32) * 10
+    want = reference(a)
+    RUNNERS[target](a, a)
+    assert np.array_equal(a.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("target", list(RUNNERS))
+def test_overlapping_views_as_tensor_and_buffer(target):
+    base = np.arange(8, dtype=np.float32)
+    x, y = base[0:6], base[2:8]          # y[i] is x[i + 2]
+    old_x = x.copy()
+    want_y = y.copy()
+    want_y[1:] = old_x[:-1] + np.float32(1.0)
+    RUNNERS[target](x, y)
+    assert np.array_equal(y.view(np.uint32), want_y.view(np.uint32))
+
+
+@pytest.mark.gpu
+def test_cuda_follows_the_snapshot_rule():
+    from ninfer_ir.backends.cuda import runtime
+    ok, why = runtime.gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    import cupy
+    k = I.compile(shift_add, "cuda")
+    a = np.arange(6, dtype=np.float32) * 10
+    want = reference(a)
+    k(a, a)                                # numpy: each argument its own device copy
+    assert np.array_equal(a.view(np.uint32), want.view(np.uint32))
+    d = cupy.arange(6, dtype=cupy.float32) * 10
+    k(d, d)                                # cupy: the tensor is copied before the launch
+    assert np.array_equal(d.get().view(np.uint32), want.view(np.uint32))
