@@ -206,4 +206,11 @@ def _report(failure, out) -> None:
 
 
 if __name__ == "__main__":
+    if "--json" in sys.argv:        # a child of --isolate: an internal error is a crash (4)
+        try:
+            sys.exit(main())
+        except Exception:
+            import traceback
+            traceback.print_exc()
+            sys.exit(4)
     sys.exit(main())
