@@ -113,5 +113,6 @@ def _q8_source(rng, a: np.ndarray) -> np.ndarray:
         a.reshape(-1)[rng.integers(a.size)] = rng.choice([np.nan, np.inf, -np.inf])
     elif a.size and k < 0.3:
         g = rng.integers(a.shape[0])
-        a[g] *= np.float32(rng.choice([1e30, 1e-40, 0.0, -1.0, 3e38]))
+        with np.errstate(over="ignore"):
+            a[g] *= np.float32(rng.choice([1e30, 1e-40, 0.0, -1.0, 3e38]))
     return a
