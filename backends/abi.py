@@ -7,7 +7,8 @@ A kernel returns an ``i64`` status: 0 on success, otherwise ``id * 8 + reason``:
 reason   meaning (``id``)
 =======  ==========================================================================
 1..4     ``quantize_into`` failed on record ``id`` (reasons of ``numerics.quantized``)
-5        the ``check`` op number ``id`` (walk order over the function) was false
+5        the ``check`` op number ``id`` (walk order over the function) was false;
+         it wrote the values its message formats into the error block
 6        a run-time guard the emitter inserted failed; ``id`` indexes the kernel's
          guard table, and the guard wrote the numbers for its message into the
          kernel's error block (``i64[ERR_SLOTS]``)
@@ -82,7 +83,7 @@ def error_for_status(status: int, nums, checks, guards) -> Exception:
     if 1 <= reason <= 4:
         return domain_error(ident, reason)
     if reason == REASON_CHECK and 0 <= ident < len(checks):
-        return DomainError(checks[ident].message)
+        return DomainError(checks[ident].format(nums))
     if reason == REASON_GUARD and 0 <= ident < len(guards):
         return guards[ident].error([int(x) for x in nums])
     if reason == REASON_NO_MEMORY:

@@ -17,6 +17,7 @@
 """
 from .errors import (NinferError, DSLError, ParseError, VerifyError, DomainError,
                      TargetUnavailable, FormatError, CompileError)
+from .errors import OptionError
 from .quant import namespace as quant
 from .types import (f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_,
                     index, ScalarType, TensorType, BufferType)

@@ -138,6 +138,9 @@ class Operation:
     terminator: bool = False
     #: False where infer_types() may be less precise than the declared result types
     exact_inference: bool = True
+    #: (file, line, col) of the source the frontend built the op from, when recorded
+    #: (loops); not part of the textual IR, kept by ``clone_op``
+    loc: tuple | None = None
 
     def __init__(self, operands=(), result_types=(), attrs=None, regions=(),
                  result_names=None):

@@ -24,6 +24,7 @@ ones (``involution``); canonicalization reads them.
 """
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
 from .ir import Operation
@@ -32,6 +33,7 @@ from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, attribute, d
                      index_operand, n_operands, n_results, no_bf16, operand_at, operands_from,
                      order_attr, scalar, shaped, shapes_compatible)
 from .ops_quant import DecodeOp, QuantizedDotOp, QuantizeIntoOp, QuantizeOp
+from .ops_select import KernelCallOp
 from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal, index)
 
 # -- family roots that are not elementwise ----------------------------------------
@@ -676,20 +678,44 @@ class DeallocOp(ReadsNothing, Operation):
 
 
 class CheckOp(ReadsNothing, Operation):
-    """``check(cond) {message = "..."}``: if cond is false the kernel stops and the
-    launcher raises ``I.DomainError`` with the message (e.g. an index out of range)."""
+    """``check(cond, nums...) {message = "..."}``: if cond is false the kernel stops and
+    the launcher raises ``I.DomainError`` with the message. A check with index
+    operands after the condition formats them into its message at run time: ``{k}``
+    stands for the k-th of them (``'load': index {0} is out of range for axis 0 of size
+    {1}``); a check without them keeps its message verbatim."""
     name = "check"
     pure = False
 
     cond = operand_at(0)
     message = attribute("message")
+    nums = operands_from(1)          # the values the message formats
 
     def verify_(self):
-        n_operands(self, 1)
+        if not self.operands:
+            raise self.error("expects a condition")
         n_results(self, 0)
         if self.operands[0].type is not bool_:
             raise self.error(f"condition must be a bool scalar, got {self.operands[0].type}")
-        attr(self, "message", str, "a string")
+        if len(self.operands) > 65:
+            raise self.error("a check formats at most 64 values")
+        for k, v in enumerate(self.operands[1:]):
+            if v.type is not index:
+                raise self.error(f"message value {k} must be an index, got {v.type}")
+        msg = attr(self, "message", str, "a string")
+        for k in _PLACEHOLDER.findall(msg) if len(self.operands) > 1 else ():
+            if int(k) >= len(self.operands) - 1:
+                raise self.error(f"the message names value {{{k}}} but the check has "
+                                 f"{len(self.operands) - 1}")
+
+    def format(self, nums) -> str:
+        """The message with the run-time values ``nums`` in place of ``{k}``."""
+        msg = self.attrs["message"]
+        if len(self.operands) == 1:
+            return msg
+        return _PLACEHOLDER.sub(lambda m: str(int(nums[int(m.group(1))])), msg)
+
+
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
 
 from .ir import FuncOp  # noqa: E402  (func is an op like the others)
@@ -699,7 +725,7 @@ OPS = MappingProxyType({cls.name: cls for cls in (
     AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp, XorOp, ShlOp, ShrOp,
     NegOp, AbsOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
     QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,
-    CheckOp, DecodeOp,
+    CheckOp, DecodeOp, KernelCallOp,
 )})
 
 

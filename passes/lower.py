@@ -26,7 +26,8 @@ from ninfer_ir.builder import Builder
 from ninfer_ir.types import BufferType, ScalarType, ShapedType, TensorType, f32, index
 
 from .analysis import attached, is_fused, may_alias, next_op
-from .emit import (Elements, check_index, check_range, check_same_dim, fold_loop, loop_nest)
+from .emit import (Elements, check_index, check_range, check_records, check_same_shape,
+                   fold_loop, loop_nest)
 from .fuse import misplaced_fused_op
 from .levels import loop_level_problems
 from .manager import Pass
@@ -199,7 +200,7 @@ class _FuncLowering:
 
     def _compute_into(self, b, op, dest):
         if isinstance(op, O.QuantizeOp):
-            check_same_dim(b, self.dims, op.values, dest, 0)
+            check_records(b, self.dims, op.values, dest)
             if _fused_value(op.values):
                 self._quantize_per_record(b, op, dest)
             else:
@@ -293,8 +294,7 @@ class _FuncLowering:
             val = self.el.elem(b, src, [], {})
             b.create("store", [val, dst], result_types=[])
             return
-        for axis in range(src.type.rank):
-            check_same_dim(b, self.dims, src, dst, axis)
+        check_same_shape(b, self.dims, src, dst)
         from_ = src
         tmp = None
         if isinstance(src.type, BufferType) and may_alias(src, dst):

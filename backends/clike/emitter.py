@@ -454,10 +454,16 @@ class CLikeEmitter:
         self.close("}")
         return [_wrap(r.type, n) for r, n in zip(op.results, names)]
 
+    def lower_kernel_call(self, op):
+        """The C-like targets have no library kernels: the loop the call stands for."""
+        self.block(op.regions[0].block)
+
     def lower_check(self, op):
         from ninfer_ir.backends.abi import REASON_CHECK
         cid = self.plan.checks.index(op)
-        self.line(f"if (!{self.value(op.cond)}) {self.fail_stmt(str(cid * 8 + REASON_CHECK))}")
+        nums = [self.value(v) for v in op.nums]
+        self.line(f"if (!{self.value(op.cond)}) "
+                  f"{self.fail_stmt(str(cid * 8 + REASON_CHECK), nums)}")
 
 
 def _iv(lb, k, st) -> str:
@@ -484,6 +490,7 @@ _BITWISE = {O.AndOp.name: "&", O.OrOp.name: "|", O.XorOp.name: "^"}
 
 RULES = {cls: CLikeEmitter.lower_scalar for cls in SCALAR_OPS}
 RULES.update({O.ConstantOp: CLikeEmitter.lower_constant, O.ForOp: CLikeEmitter.lower_for,
-              O.IfOp: CLikeEmitter.lower_if, O.CheckOp: CLikeEmitter.lower_check})
+              O.IfOp: CLikeEmitter.lower_if, O.CheckOp: CLikeEmitter.lower_check,
+              O.KernelCallOp: CLikeEmitter.lower_kernel_call})
 RULES.update(memory.LOWERINGS)
 RULES.update(contractions.LOWERINGS)

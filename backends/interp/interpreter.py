@@ -389,7 +389,7 @@ def _decode(run, step, vals):
 
 def _check(run, step, vals):
     if not bool(vals[0]):
-        raise DomainError(step.op.message)
+        raise DomainError(step.op.format([int(v) for v in vals[1:]]))
 
 
 # --- rules: structured control flow ---------------------------------------------------
@@ -411,6 +411,11 @@ def _if(run, step, vals):
     return _results(step, run.block(branch, ()))
 
 
+def _kernel_call(run, step, vals):
+    """A library kernel's call means its region: the loop it stands for."""
+    run.block(step.blocks[0], ())
+
+
 def _terminator(run, step, vals):
     return vals
 
@@ -425,6 +430,7 @@ _RULES.update({
     O.QuantizedDotOp: _quantized_dot, O.QuantizeIntoOp: _quantize_into,
     O.ForOp: _for, O.IfOp: _if, O.YieldOp: _terminator, O.ReturnOp: _terminator,
     O.AllocOp: _alloc, O.DeallocOp: _dealloc, O.CheckOp: _check, O.DecodeOp: _decode,
+    O.KernelCallOp: _kernel_call,
 })
 #: op class -> rule; every op of ``OPS`` except ``func`` has one.
 RULES = MappingProxyType(_RULES)

@@ -42,6 +42,7 @@ import llvmlite.ir as ir
 from ninfer_ir import ops as O
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp, Module
+from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir.types import ShapedType, bf16
 
 from . import scalars as S
@@ -68,13 +69,19 @@ def _lower_for(e: Emitter, op):
     n = e.trip_count(op, lb, ub, step)
     if e.can_outline and not inits:
         from .parallel import emit_parallel
-        from .records import match_rows, rows_worth_threads
-        rows = match_rows(op)
+        from .records import rows_worth_threads, selected
+        rows = selected(op)
         if op.parallel or rows is not None:
             worth = rows_worth_threads(e, rows, n) if rows is not None else None
             emit_parallel(e, op, lb, step, n, worth)
             return []
     return e.iterate(op, lb, step, i64c(0), n, inits)
+
+
+def _lower_kernel_call(e: Emitter, op):
+    """The loop inside; ``for`` reads the kernel it names (``records.selected``) and emits
+    the kernel's run-time conditions, the call, and the loop where they fail."""
+    e.block(op.regions[0].block)
 
 
 def _lower_if(e: Emitter, op):
@@ -100,7 +107,8 @@ def _lower_if(e: Emitter, op):
 
 def _lower_check(e: Emitter, op):
     cid = e.kernel.checks.index(op)
-    e.fail_if(e.b.not_(e.value(op.cond)), cid * 8 + REASON_CHECK)
+    e.fail_if(e.b.not_(e.value(op.cond)), cid * 8 + REASON_CHECK,
+              [e.value(v) for v in op.nums])
 
 
 def _lower_scalar(e: Emitter, op):
@@ -119,6 +127,7 @@ def _build_table():
     table = {cls: _lower_scalar for name, cls in O.OPS.items() if name in S.SCALAR_RULES}
     table.update({
         O.ForOp: _lower_for, O.IfOp: _lower_if, O.CheckOp: _lower_check,
+        KernelCallOp: _lower_kernel_call,
         O.DimOp: memory.lower_dim, O.SubviewOp: memory.lower_subview,
         O.LoadOp: memory.lower_load, O.StoreOp: memory.lower_store,
         O.CopyOp: memory.lower_copy, O.AllocOp: memory.lower_alloc,

@@ -223,8 +223,8 @@ class Emitter:
         return b.select(b.icmp_signed(">", step, i64c(0)), up, down)
 
     def iterate(self, op, lb, step, k0, k1, inits):
-        from .records import emit_rows, match_rows
-        rows = match_rows(op) if not inits else None
+        from .records import emit_rows, selected
+        rows = selected(op) if not inits else None
         if rows is not None:
             emit_rows(self, rows, op, lb, step, k0, k1)
             return []

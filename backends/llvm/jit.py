@@ -18,31 +18,36 @@ for that target and keeps the execution engine alive; ``get(name, restype,
 argtypes)`` hands out ``ctypes`` function pointers that hold a reference to
 the module, so the code stays mapped while any of them is alive.
 
-Compiled object code is cached on disk under a key that hashes the IR text,
-triple, CPU name, features, optimisation level, llvmlite/LLVM versions and
-this cache's format version. A cache hit skips parsing, optimisation and code
-generation and only links the stored object into a fresh engine. An entry
-with a bad header, a foreign key, a wrong length or a payload hash mismatch is
-ignored and rebuilt; entries are written to a temporary file and renamed into
-place, so readers never see a partial entry. Cache I/O failures never fail a
-compilation.
+Compiled object code is cached on disk (``objcache.py``) under a key that
+hashes the IR text, triple, CPU name, features, optimisation level,
+llvmlite/LLVM versions and the cache's format version. A cache hit skips
+parsing, optimisation and code generation and only links the stored object
+into a fresh engine; an entry the cache does not trust is a miss and is
+rebuilt. Cache I/O failures never fail a compilation. A miss is optimised and
+compiled in a helper process (``compile_worker.py``), which keeps llvmlite's
+per-pipeline leak out of this one.
+
+Fork: a ``fork()`` waits until no thread is inside LLVM (llvmlite's lock is
+taken around it), and the child starts with fresh locks, so it can compile and
+run kernels whatever the parent's threads were doing.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
-import struct
-import tempfile
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import llvmlite
 import llvmlite.binding as llvm
 
-from ninfer_ir.errors import TargetUnavailable
+from ninfer_ir.errors import CompileError, TargetUnavailable
+
+from .compile_worker import CompileWorker, WorkerUnavailable, worker_enabled
+from .objcache import CACHE_FORMAT_VERSION, ObjectCache, default_cache_dir
 
 __all__ = [
     "ISA_LEVELS", "HostTarget", "host_target", "ObjectCache", "default_cache_dir",
@@ -50,12 +55,40 @@ __all__ = [
 ]
 
 ISA_LEVELS = ("avx512vnni", "avx2", "portable")
-CACHE_FORMAT_VERSION = 1
 OPT_LEVEL = 3
 
 _init_lock = threading.Lock()
 _initialized = False
 _compile_lock = threading.Lock()       # LLVM parsing/optimisation/codegen, one at a time
+
+
+# --- fork -------------------------------------------------------------------------------
+# llvmlite serialises every call into LLVM with one lock. A child forked while another
+# thread holds it (or LLVM's own locks, taken only under it) would hang in its first
+# LLVM call, so fork() takes it first; the child also gets fresh locks of ours, whose
+# holders may be threads that do not exist in it.
+_llvm_lock = llvm.ffi.lib._lock
+
+
+def _before_fork() -> None:
+    _llvm_lock.__enter__()
+
+
+def _after_fork_in_parent() -> None:
+    _llvm_lock.__exit__(None, None, None)
+
+
+def _after_fork_in_child() -> None:
+    global _init_lock, _compile_lock, _worker
+    _init_lock, _compile_lock = threading.Lock(), threading.Lock()
+    _llvm_lock.__exit__(None, None, None)
+    if _worker is not None:                   # the parent's helper: let go of its pipes
+        _worker.abandon()
+        _worker = None
+
+
+os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                    after_in_child=_after_fork_in_child)
 
 
 def _ensure_llvm() -> None:
@@ -163,64 +196,7 @@ def _host_target(isa: str | None) -> HostTarget:
                       isa=chosen, host_cpu=host_cpu, forced=isa is not None)
 
 
-# --- on-disk object cache -------------------------------------------------------
-
-_MAGIC = b"NINFER-LLVM-OBJ\x00"
-_HEADER = struct.Struct("<16sI32sQ32s")   # magic, format version, key, length, sha256
-
-
-def default_cache_dir() -> Path:
-    """``$XDG_CACHE_HOME/ninfer_ir/llvm``, else ``~/.cache/ninfer_ir/llvm``."""
-    base = os.environ.get("XDG_CACHE_HOME")
-    root = Path(base) if base else Path.home() / ".cache"
-    return root / "ninfer_ir" / "llvm"
-
-
-class ObjectCache:
-    """Compiled object files on disk, one file per key (``<sha256 hex>.o``)."""
-
-    def __init__(self, directory: str | os.PathLike | None = None):
-        self.directory = Path(directory) if directory is not None else default_cache_dir()
-
-    def path_for(self, key: bytes) -> Path:
-        return self.directory / f"{key.hex()}.o"
-
-    def load(self, key: bytes) -> bytes | None:
-        """The stored object for ``key``, or None when absent or not intact."""
-        try:
-            blob = self.path_for(key).read_bytes()
-        except OSError:
-            return None
-        if len(blob) < _HEADER.size:
-            return None
-        magic, version, stored_key, length, digest = _HEADER.unpack_from(blob)
-        payload = blob[_HEADER.size:]
-        if (magic != _MAGIC or version != CACHE_FORMAT_VERSION or stored_key != key
-                or length != len(payload) or hashlib.sha256(payload).digest() != digest):
-            return None
-        return payload
-
-    def store(self, key: bytes, payload: bytes) -> bool:
-        """Write atomically (temporary file + rename); False if the disk refused."""
-        header = _HEADER.pack(_MAGIC, CACHE_FORMAT_VERSION, key, len(payload),
-                              hashlib.sha256(payload).digest())
-        tmp = None
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".o", dir=self.directory)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(header)
-                fh.write(payload)
-            os.replace(tmp, self.path_for(key))
-            return True
-        except OSError:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-            return False
-
+# --- object cache key -------------------------------------------------------------
 
 def cache_key(content: str, target: HostTarget, kind: str = "ir") -> bytes:
     """sha256 of the content (IR text, or a caller's ``kind="source"`` name for it), the
@@ -239,14 +215,60 @@ def cache_key(content: str, target: HostTarget, kind: str = "ir") -> bytes:
 # --- compilation ----------------------------------------------------------------
 
 def _optimized_module(ir_text: str, tm, triple: str) -> "llvm.ModuleRef":
+    """The module parsed and run through LLVM's O3 pipeline.
+
+    The pass objects are disposed of here, but each pipeline run still leaves about
+    70 KiB behind inside llvmlite (see docs/backends.md, "Memory"); a pass builder
+    must not be reused, as each run registers callbacks into it that outlive the run."""
     mod = llvm.parse_assembly(ir_text)
     mod.triple = triple
     mod.data_layout = str(tm.target_data)
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
     pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    mpm = pb.getModulePassManager()
+    try:
+        mpm.run(mod, pb)
+    finally:
+        mpm.close()
+        pb.close()
+        pto.close()
     return mod
+
+
+_worker: CompileWorker | None = None
+_no_worker_in: int | None = None       # the pid of a process where the helper would not start
+
+
+def _compile_object(ir_text: str, tm, target: HostTarget):
+    """(object code, the optimized module or None): compiled in the compile helper
+    (``compile_worker.py``) when it runs, else here. Call with ``_compile_lock`` held."""
+    global _worker, _no_worker_in
+    for attempt in (1, 2):                    # a helper that died before the request: again
+        if not worker_enabled() or _no_worker_in == os.getpid():
+            break
+        try:
+            if _worker is None or not _worker.alive() or _worker.worn_out:
+                if _worker is not None:
+                    _worker.close()
+                _worker = None
+                _worker = CompileWorker()
+            return _worker.compile(ir_text, target.triple, target.cpu, target.features), None
+        except WorkerUnavailable:
+            if _worker is None:
+                _no_worker_in = os.getpid()
+            break                             # else LLVM refused it: here, it raises why
+        except CompileError:
+            if attempt == 2:
+                raise
+    optimized = _optimized_module(ir_text, tm, target.triple)
+    return tm.emit_object(optimized), optimized
+
+
+@atexit.register
+def _stop_worker() -> None:
+    if _worker is not None:
+        _worker.close()
 
 
 class JITModule:
@@ -279,8 +301,7 @@ class JITModule:
         self.cache_hit = obj is not None
         if obj is None:
             with _compile_lock:
-                self._optimized = _optimized_module(self.ir_text, self._tm, self.target.triple)
-                obj = self._tm.emit_object(self._optimized)
+                obj, self._optimized = _compile_object(self.ir_text, self._tm, self.target)
             if self.cache is not None:
                 self.cache.store(self.key, obj)
         self.object_code = obj

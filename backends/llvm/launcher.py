@@ -37,7 +37,7 @@ from ninfer_ir.backends.interp.eager import bind_arguments
 from .codegen import lower_module, slot_layout
 from .jit import JITModule, host_target
 from ninfer_ir.backends.abi import ERR_SLOTS, error_for_status
-from .threads import par_entry
+from .threads import check_threads, par_entry
 
 __all__ = ["CompiledKernel", "compile_module"]
 
@@ -195,6 +195,7 @@ class CompiledKernel:
     def __init__(self, module, func_name: str | None = None, *, threads: int | None = None,
                  isa: str | None = None, bounds_checks: bool = True, cache_dir=None,
                  use_cache: bool = True, report=None, native_threads: bool = True):
+        threads = check_threads(threads)
         module, func = _choose(module, func_name)
         self.func = func
         self._module = Module([func]) if len(module.funcs) > 1 else module
@@ -203,7 +204,7 @@ class CompiledKernel:
         self._variants: dict = {}
         self.lowered, self.jit, self._fn = self._variant("element")
         self.info = self.lowered.info
-        self.threads = (os.cpu_count() or 1) if threads is None else max(1, int(threads))
+        self.threads = (os.cpu_count() or 1) if threads is None else threads
         self.native_threads = native_threads
         self._par = (None, None)
         self.report = report
@@ -350,7 +351,7 @@ class CompiledKernel:
         if pid != os.getpid():
             entry = None
             if self.info.bodies and self.threads > 1:
-                entry = par_entry(self.threads, self.native_threads)
+                entry = par_entry(self.threads, self.native_threads, **self._jit_options)
             self._par = (os.getpid(), entry)
         return entry
 

@@ -3,6 +3,7 @@
 The runtime module exports::
 
     void ninfer_pool_start(i64 workers)                   start worker threads (once)
+    void ninfer_pool_forget()                             zero the pool's state (fork child)
     i64  ninfer_par_<T>(i8* body, i8* env, i64 n, i64* err)   T = 2 .. MAX_THREADS
 
 ``ninfer_par_<T>`` has the kernels' ``par`` signature: it cuts ``[0, n)`` into
@@ -317,6 +318,17 @@ class _Pool:
         b.ret(status)
         return fn
 
+    def forget(self):
+        """``ninfer_pool_forget()``: zero every word of the pool (worker count, busy
+        flag, slots, error blocks, counter). A forked child calls it before starting
+        its own workers: its parent's workers do not exist in it, and a parent thread
+        may have been dispatching when it forked."""
+        fn = ir.Function(self.m, ir.FunctionType(ir.VoidType(), []), "ninfer_pool_forget")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        for g in (self.slots, self.errs, self.count, self.busy, self.next):
+            b.store(ir.Constant(g.value_type, None), g)
+        b.ret_void()
+
     def entry(self, run, threads):
         fn = ir.Function(self.m, ir.FunctionType(I64, [I8P, I8P, I64, I64P]),
                          f"ninfer_par_{threads}")
@@ -329,6 +341,7 @@ def build_pool_module() -> ir.Module:
     pool = _Pool(module)
     pool.chunk_runner()
     pool.start(pool.worker())
+    pool.forget()
     run = pool.dispatch()
     for t in range(2, MAX_THREADS + 1):
         pool.entry(run, t)

@@ -10,9 +10,10 @@
     }
 
 with ``%p``, ``%s``, ``%x`` and ``%y`` defined outside the loop and ``%k`` outside it or by
-``dim``/``constant`` ops of the body (before loop-invariant hoisting), becomes one call
-of the rows kernel of ``qdecode_rows`` (a row per SIMD lane) over the loop's range, for
-the orders it computes (``qdecode_orders.supported``: ``seq``, and ``chunk<C>`` or
+``dim``/``constant`` ops of the body (before loop-invariant hoisting), put by the
+``select`` pass in ``kernel_call {kernel = "decode_dot_rows"}``, becomes one call of the
+rows kernel of ``qdecode_rows`` (a row per SIMD lane) over the loop's range, for the
+orders it computes (``ninfer_ir.library.decode_rows_takes``: ``seq``, and ``chunk<C>`` or
 ``chunk<C>/tree`` with ``C`` a multiple of the format's period, e.g. ``chunk<64>``).
 
 The call is made only when it computes what the loop computes: every row index in
@@ -28,32 +29,12 @@ the thread pool like a parallel loop, even when not marked parallel.
 """
 from __future__ import annotations
 
-from ninfer_ir import ops as O
-from ninfer_ir.sumorder import SumOrder
-
 from .emitter import I64, i64c
-from .qdecode_orders import supported
-from .qdecode_plan import plan_for
 from .qdecode_rows import STRIDE_LIMIT, add_decode_rows
 
-__all__ = ["DecodeRows", "match_decode_rows", "ROWS_PARALLEL_ELEMENTS"]
+__all__ = ["DecodeRows", "ROWS_PARALLEL_ELEMENTS"]
 
 ROWS_PARALLEL_ELEMENTS = 1 << 19     # decoded elements worth splitting over threads
-
-
-def _outside(loop, v) -> bool:
-    owner = v.op if hasattr(v, "op") else v.block.parent_op
-    return owner is None or not loop.is_ancestor_of(owner)
-
-
-def _only_use(v, op) -> bool:
-    return len(v.uses) == 1 and v.uses[0].op is op
-
-
-def _row_view(sv, iv, loop) -> bool:
-    return (isinstance(sv, O.SubviewOp) and sv.attrs.get("axes") == "i:"
-            and sv.operands[0].type.rank == 2 and sv.operands[1] is iv
-            and _outside(loop, sv.operands[0]))
 
 
 def _declared(e, t):
@@ -155,54 +136,3 @@ class DecodeRows:
                             b.sub(k1, k0), b.gep(y.ptr, [b.mul(first, ys)]), ys])
             with otherwise:
                 e.loop(loop, lb, step, k0, k1, [])
-
-
-def match_decode_rows(loop):
-    """A ``DecodeRows`` for a row loop of dots over decoded rows, or None."""
-    step = loop.operands[2]
-    if not (isinstance(getattr(step, "op", None), O.ConstantOp) and step.op.attrs["value"] == 1):
-        return None
-    ops = loop.body.ops
-    if len(ops) < 7 or loop.results:
-        return None
-    iv = loop.body.args[0]
-    pre = [op for op in ops if isinstance(op, (O.DimOp, O.ConstantOp))
-           and all(_outside(loop, v) for v in op.operands)]
-    rest = [op for op in ops if op not in pre]
-    if len(rest) != 7:
-        return None
-    v0, v1, dec, dot, ld, st, yl = rest
-    if not (isinstance(dec, O.DecodeOp) and isinstance(dot, O.DotOp)
-            and isinstance(ld, O.LoadOp) and isinstance(st, O.StoreOp)
-            and isinstance(yl, O.YieldOp) and not yl.operands):
-        return None
-    if not (_row_view(v0, iv, loop) and _row_view(v1, iv, loop)):
-        return None
-    by_result = {v0.result: v0, v1.result: v1}
-    p_view, s_view = by_result.get(dec.operands[0]), by_result.get(dec.operands[1])
-    if p_view is None or s_view is None or p_view is s_view:
-        return None
-    invariant = {op.result for op in pre}
-    k = dec.operands[2]
-    order = SumOrder.parse(dot.attrs.get("order", "seq"))
-    if not (_outside(loop, k) or k in invariant):
-        return None
-    if not supported(order, plan_for(dec.attrs["format"])):
-        return None
-    if dot.operands[0] is dec.result and dot.operands[1] is not dec.result:
-        swapped, x = False, dot.operands[1]
-    elif dot.operands[1] is dec.result and dot.operands[0] is not dec.result:
-        swapped, x = True, dot.operands[0]
-    else:
-        return None
-    if not _outside(loop, x) or x.type.rank != 1:
-        return None
-    if list(ld.operands) != [dot.result] or st.operands[0] is not ld.result:
-        return None
-    if len(st.operands) != 3 or st.operands[2] is not iv or not _outside(loop, st.operands[1]):
-        return None
-    if not (_only_use(p_view.result, dec) and _only_use(s_view.result, dec)
-            and _only_use(dec.result, dot) and _only_use(dot.result, ld)
-            and _only_use(ld.result, st)):
-        return None
-    return DecodeRows(loop, pre, p_view, s_view, dec, dot, st, swapped, order)

@@ -21,17 +21,10 @@ import llvmlite.ir as ir
 
 from ninfer_ir.sumorder import SumOrder
 
-__all__ = ["RowSums", "supported", "order_tag"]
+__all__ = ["RowSums", "order_tag"]
 
 I64 = ir.IntType(64)
 STACK_DEPTH = 64
-
-
-def supported(order: SumOrder, plan) -> bool:
-    """Whether the rows kernel computes ``order`` (``plan``: the format's ``qdecode_plan``)."""
-    if order.chunk is None:
-        return not order.tree
-    return order.chunk % plan.period_codes == 0
 
 
 def order_tag(order: SumOrder) -> str:

@@ -1,7 +1,8 @@
 """The quantized ops in the CPU emitter: ``quantize_into`` and ``quantized_dot`` call the
 hand-written kernels of ``qkernels``; a row loop of quantized dots becomes one call of
-``ninfer_q4k_q8k_dot_rows`` (the GEMV fast path). ``match_rows`` also recognises a row
-loop of dots over decoded rows, whose fast path is ``qdecode.DecodeRows``.
+``ninfer_q4k_q8k_dot_rows`` (the GEMV fast path) where the ``select`` pass put it in a
+``kernel_call {kernel = "q4k_q8k_dot_rows"}``; ``selected`` also gives the row loop of
+dots over decoded rows (``decode_dot_rows``), whose fast path is ``qdecode.DecodeRows``.
 
 Layout needs of the kernels, checked at run time: the bytes of a record contiguous
 (last stride 1); for quantize, the 256 floats of a row contiguous (last stride 4),
@@ -15,10 +16,10 @@ load bytes), except ``y`` of the rows kernel: the fast path is taken only when
 
 The fast path: ``for %n = lb .. ub step 1 { %wn = subview(%w, %n) {axes = "i::"};
 %r = quantized_dot(%wn, %xq) {order = "seq"}; %s = load(%r); store(%s, %y, %n) }``
-with ``%w``, ``%xq``, ``%y`` defined outside the loop. It runs when every row index
-is in range and the record counts agree; otherwise the ordinary loop runs and
-reports the interpreter's error at the right iteration. Results are identical:
-the rows kernel computes each row exactly as the single dot does. Its iterations
+with ``%w``, ``%xq``, ``%y`` defined outside the loop (``ninfer_ir/library.py``). It
+runs when every row index is in range and the record counts agree; otherwise the
+ordinary loop runs and reports the interpreter's error at the right iteration. Results
+are identical: the rows kernel computes each row exactly as the single dot does. Its iterations
 are independent when ``y`` overlaps neither operand (checked at run time unless
 the IR shows it: tensor parameters never overlap buffers, as the launcher copies
 them, and an ``alloc`` overlaps no other root), so an independent row loop of at least ``ROWS_PARALLEL_RECORDS`` records is
@@ -28,8 +29,10 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ninfer_ir import ops as O
 from ninfer_ir.alias import is_alloc, is_input, may_alias, root
+from ninfer_ir.errors import VerifyError
+from ninfer_ir.library import Match, match_loop
+from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir.quant import q4_k, q8_k
 from ninfer_ir.sumorder import SumOrder
 
@@ -39,7 +42,7 @@ from .memory import copy_grid, disjoint
 from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
 
 __all__ = ["add_quantized_library", "lower_quantize_into", "lower_quantized_dot",
-           "match_rows", "emit_rows"]
+           "selected", "emit_rows", "rows_worth_threads"]
 
 F32 = ir.FloatType()
 QUANTIZE = "ninfer_q8k_quantize"
@@ -172,48 +175,25 @@ def lower_quantized_dot(e, op):
 
 # --- the GEMV fast path ---------------------------------------------------------------
 
-def _outside(loop, v) -> bool:
-    owner = v.op if hasattr(v, "op") else v.block.parent_op
-    return owner is None or not loop.is_ancestor_of(owner)
-
-
-def _only_use(v, op) -> bool:
-    return len(v.uses) == 1 and v.uses[0].op is op
-
-
-def match_rows(loop):
-    """The ops of a row loop of quantized dots, a ``qdecode.DecodeRows`` for a row loop
-    of dots over decoded rows, or None."""
-    from .qdecode import match_decode_rows
-    decoded = match_decode_rows(loop)
-    if decoded is not None:
-        return decoded
-    step = loop.operands[2]
-    if not (isinstance(getattr(step, "op", None), O.ConstantOp) and step.op.attrs["value"] == 1):
+def selected(loop):
+    """The matched ops of a loop the ``select`` pass put in a ``kernel_call``: the tuple
+    ``(subview, quantized_dot, store)`` of ``q4k_q8k_dot_rows``, a ``qdecode.DecodeRows``
+    of ``decode_dot_rows``, or None for any other loop."""
+    call = loop.parent_op
+    if not isinstance(call, KernelCallOp):
         return None
-    ops = loop.body.ops
-    if len(ops) != 5:
-        return None
-    sv, qd, ld, st, yl = ops
-    iv = loop.body.args[0]
-    if not (isinstance(sv, O.SubviewOp) and isinstance(qd, O.QuantizedDotOp)
-            and isinstance(ld, O.LoadOp) and isinstance(st, O.StoreOp)
-            and isinstance(yl, O.YieldOp) and not yl.operands):
-        return None
-    if sv.attrs.get("axes") != "i::" or sv.operands[1] is not iv or not _outside(loop, sv.operands[0]):
-        return None
-    if qd.operands[0] is not sv.result or not _outside(loop, qd.operands[1]):
-        return None
-    if qd.attrs.get("order", "seq") != "seq":
-        return None
-    if list(ld.operands) != [qd.result] or st.operands[0] is not ld.result:
-        return None
-    # y[..., n]: the row index last, any leading indices fixed for the whole loop (GEMM)
-    if st.operands[-1] is not iv or not all(_outside(loop, v) for v in st.operands[1:-1]):
-        return None
-    if not (_only_use(sv.result, qd) and _only_use(qd.result, ld) and _only_use(ld.result, st)):
-        return None
-    return sv, qd, st
+    found = match_loop(loop)
+    if not isinstance(found, Match) or found.kernel != call.kernel:
+        why = found if isinstance(found, str) else f"it is a {found.kernel} loop"
+        raise VerifyError(f"kernel_call names {call.kernel} but its loop is not one: {why}",
+                          call)
+    if any(a is not b for a, b in zip(found.params, call.operands)):
+        raise VerifyError(f"the parameters of kernel_call {call.kernel} are not those of "
+                          f"its loop", call)
+    if found.kernel == "q4k_q8k_dot_rows":
+        return found.parts
+    from .qdecode import DecodeRows
+    return DecodeRows(loop, *found.parts)
 
 
 def _apart(e, written, read):

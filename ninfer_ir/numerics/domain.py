@@ -29,15 +29,17 @@ def negative_alloc(size, t) -> DomainError:
     return DomainError(f"'alloc': negative size {size} for {t}")
 
 
-def copy_size_message(axis: int) -> str:
-    """The run-time error of a ``copy`` whose source and destination sizes differ, first
-    on ``axis``: the interpreter, the checks ``lower`` places and the backends say this."""
-    return f"'copy': cannot copy shape: source and destination sizes differ on axis {axis}"
+def copy_size_message(src, dst, axis: int) -> str:
+    """The run-time error of a ``copy`` of shape ``src`` into shape ``dst`` whose sizes
+    differ, first on ``axis``: the interpreter, the checks ``lower`` places (with ``{k}``
+    placeholders for the sizes) and the backends say this."""
+    return (f"'copy': cannot copy shape [{', '.join(map(str, src))}] into "
+            f"[{', '.join(map(str, dst))}]: sizes differ on axis {axis}")
 
 
 def copy_shapes(src_shape, dst_shape) -> DomainError:
     axis = next((a for a, (m, n) in enumerate(zip(src_shape, dst_shape)) if m != n), 0)
-    return DomainError(copy_size_message(axis))
+    return DomainError(copy_size_message(src_shape, dst_shape, axis))
 
 
 def dot_lengths(a, b) -> DomainError:

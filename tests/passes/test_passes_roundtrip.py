@@ -14,6 +14,6 @@ MODULES = [(f"ir:{k}", lambda t=t: I.parse(t)) for k, t in sorted(KERNELS.items(
 def test_every_stage_round_trips(name, make):
     seen = []
     lower(make(), print_after="all", print_to=lambda stage, text: seen.append((stage, text)))
-    assert len(seen) == 11
+    assert len(seen) == 12
     for stage, text in seen:
         assert str(I.parse(text)) == text, stage
