@@ -75,7 +75,7 @@ def _runners(kernel, variants, cache_dir):
             if v in ("cpu1", "cpu2"):
                 out[v] = I.compile(module, "cpu", threads=int(v[-1]), cache_dir=cache_dir)
             elif v.startswith("cpu-"):
-                from ninfer_ir.backends.llvm.launcher import compile_module
+                from ninfer_ir.backends.llvm.runtime.launcher import compile_module
                 out[v] = compile_module(low(), isa=v[4:], threads=1, cache_dir=cache_dir)
             elif v == "hostc":
                 from ninfer_ir.backends.clike.host import HostKernel
