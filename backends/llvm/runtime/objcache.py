@@ -84,7 +84,7 @@ def default_max_bytes() -> int:
     return value
 
 
-def _owned_safely(st: os.stat_result, private: bool = False) -> str | None:
+def _why_untrusted(st: os.stat_result, private: bool = False) -> str | None:
     """Why a file or directory of the cache may not be trusted, or None."""
     if st.st_uid != os.geteuid():
         return f"owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
@@ -172,7 +172,7 @@ class _Dir:
             return None
         try:
             st = os.fstat(fd)
-            if (not stat.S_ISREG(st.st_mode) or _owned_safely(st, private=True)
+            if (not stat.S_ISREG(st.st_mode) or _why_untrusted(st, private=True)
                     or st.st_size != _KEY_BYTES):
                 return None
             key = _read_all(fd, _KEY_BYTES)
@@ -232,7 +232,7 @@ class ObjectCache:
             return None, ""
         except OSError as e:
             return None, f"cannot open it ({e.strerror or e})"
-        why = _owned_safely(os.fstat(fd))
+        why = _why_untrusted(os.fstat(fd))
         if why is not None:
             os.close(fd)
             return None, why
@@ -260,7 +260,7 @@ class ObjectCache:
                 fd = os.open(self.path_for(key).name, _O_READ, dir_fd=d.fd)
                 try:
                     st = os.fstat(fd)
-                    if (not stat.S_ISREG(st.st_mode) or _owned_safely(st)
+                    if (not stat.S_ISREG(st.st_mode) or _why_untrusted(st)
                             or not _HEADER.size <= st.st_size <= MAX_ENTRY_BYTES):
                         return None
                     blob = _read_all(fd, st.st_size)
