@@ -6,8 +6,9 @@ A kernel returns an ``i64`` status: 0 on success, otherwise ``id * 8 + reason``:
 =======  ==========================================================================
 reason   meaning (``id``)
 =======  ==========================================================================
-1..4     ``quantize_into`` failed on record ``id`` (reasons of ``quantops``)
-5        the ``check`` op number ``id`` (walk order over the function) was false
+1..4     ``quantize_into`` failed on record ``id`` (reasons of ``numerics.quantized``)
+5        the ``check`` op number ``id`` (walk order over the function) was false;
+         it wrote the values its message formats into the error block
 6        a run-time guard the emitter inserted failed; ``id`` indexes the kernel's
          guard table, and the guard wrote the numbers for its message into the
          kernel's error block (``i64[ERR_SLOTS]``)
@@ -26,8 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ninfer_ir.errors import DomainError, VerifyError
-from ninfer_ir.ops import copy_size_message
+from ninfer_ir.errors import DomainError
+from ninfer_ir.numerics import domain
+from ninfer_ir.numerics.decode import row_mismatch
 
 __all__ = ["REASON_CHECK", "REASON_GUARD", "REASON_NO_MEMORY", "ERR_SLOTS", "Guard",
            "error_for_status"]
@@ -49,48 +51,39 @@ class Guard:
     def error(self, nums):
         op = self.op
         if self.kind == "index":
-            i, n = nums[0], nums[1]
-            return DomainError(f"'{op.name}': index {i} is out of range for axis {self.axis} "
-                               f"of size {n}")
+            return domain.bad_index(op.name, nums[0], self.axis, nums[1])
         if self.kind == "range":
-            start, stop, step, n = nums[:4]
-            return DomainError(f"'{op.name}': range ({start}, {stop}, {step}) is out of "
-                               f"bounds for axis {self.axis} of size {n} (needs 0 <= start <= "
-                               f"stop <= {n} and step >= 1)")
+            return domain.bad_range(op.name, *nums[:3], self.axis, nums[3])
         if self.kind == "step":
-            return DomainError("'for': step is 0")
+            return domain.zero_step()
         if self.kind == "alloc_size":
-            return DomainError(f"'alloc': negative size {nums[0]} for {op.result.type}")
+            return domain.negative_alloc(nums[0], op.result.type)
         if self.kind == "copy":
-            r = op.operands[0].type.rank
-            axis = next((a for a in range(r) if nums[a] != nums[r + a]), 0)
-            return DomainError(copy_size_message(axis))
+            r = op.source.type.rank
+            return domain.copy_shapes(nums[:r], nums[r:2 * r])
         if self.kind == "dot":
-            return DomainError(f"'dot': vector lengths {nums[0]} and {nums[1]} differ")
+            return domain.dot_lengths(nums[0], nums[1])
         if self.kind == "records":
-            return DomainError(f"'{op.name}': {self.what} hold {nums[0]} and {nums[1]} records")
+            return domain.record_counts(op.name, self.what, nums[0], nums[1])
         if self.kind == "decode":
-            return DomainError(f"'decode': {nums[0]} packed bytes and {nums[1]} scales do not "
-                               f"hold one {op.attrs['format'].name} row of {nums[2]} elements")
+            return domain.decode_row(row_mismatch(nums[0], nums[1], op.format, nums[2]))
         if self.kind == "result_type":
             t = op.results[0].type
-            shape = ",".join(str(d) for d in nums[:t.rank])
-            return VerifyError(f"a result is {t.dtype.np_dtype}[{shape}] at run time, which "
-                               f"contradicts its declared type {t}", op)
+            return domain.result_type(t.dtype.np_dtype, nums[:t.rank], t, op)
         raise AssertionError(f"unknown guard kind {self.kind}")
 
 
 def error_for_status(status: int, nums, checks, guards) -> Exception:
     """The exception for a non-zero status (``checks``: check ops by id; ``guards``:
     the kernel's guard table; ``nums``: the error block's numbers)."""
-    from ninfer_ir.backends.interp.quantops import domain_error
+    from ninfer_ir.numerics.quantized import domain_error
     if status < 0:
         return RuntimeError(f"the thread pool failed to run a parallel loop (status {status})")
     ident, reason = status >> 3, status & 7
     if 1 <= reason <= 4:
         return domain_error(ident, reason)
     if reason == REASON_CHECK and 0 <= ident < len(checks):
-        return DomainError(checks[ident].attrs["message"])
+        return DomainError(checks[ident].format(nums))
     if reason == REASON_GUARD and 0 <= ident < len(guards):
         return guards[ident].error([int(x) for x in nums])
     if reason == REASON_NO_MEMORY:

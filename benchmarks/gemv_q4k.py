@@ -56,8 +56,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ninfer_ir as I  # noqa: E402
-from ninfer_ir.backends.interp.quantops import q4k_fields  # noqa: E402
-from ninfer_ir.backends.llvm.jit import host_target  # noqa: E402
+from ninfer_ir.numerics.quantized import q4k_fields  # noqa: E402
+from ninfer_ir.backends.llvm.runtime.jit import host_target  # noqa: E402
 
 SHAPES = ((4096, 4096), (11008, 4096), (4096, 11008), (1024, 1024))
 QUICK_SHAPES = ((1024, 1024), (4096, 4096))

@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from ninfer_ir.backends.interp.quantops import (quantize_q8k, quantized_dot_q4k_q8k,  # noqa: E402
+from ninfer_ir.numerics.quantized import (quantize_q8k, quantized_dot_q4k_q8k,  # noqa: E402
                                       quantized_dot_rows)
 
 

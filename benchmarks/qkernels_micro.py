@@ -31,10 +31,10 @@ import ctypes  # noqa: E402
 
 import llvmlite.ir as ir  # noqa: E402
 
-from ninfer_ir.backends.interp.quantops import q4k_fields  # noqa: E402
-from ninfer_ir.backends.llvm.jit import JITModule, host_target  # noqa: E402
-from ninfer_ir.backends.llvm.qir import I8P, I64, for_range, i32, i64, load, vec, zero  # noqa: E402
-from ninfer_ir.backends.llvm.qkernels import load_kernels  # noqa: E402
+from ninfer_ir.numerics.quantized import q4k_fields  # noqa: E402
+from ninfer_ir.backends.llvm.runtime.jit import JITModule, host_target  # noqa: E402
+from ninfer_ir.backends.llvm.kernels.qir import I8P, I64, for_range, i32, i64, load, vec, zero  # noqa: E402
+from ninfer_ir.backends.llvm.kernels.qkernels import load_kernels  # noqa: E402
 
 SIZES = ((4096, 4096), (11008, 4096))
 

@@ -11,11 +11,13 @@ import builtins
 
 import numpy as np
 
+from ninfer_ir import ops as O
 from ninfer_ir.ir import Value
 from ninfer_ir.mathlib import FUNCTIONS
+from ninfer_ir.numerics import semantics
+from ninfer_ir.numerics.semantics import cast as cast_values
+from ninfer_ir.numerics.semantics import to_python
 from ninfer_ir.quant import QuantSchema
-from ninfer_ir.semantics import cast as cast_values
-from ninfer_ir.semantics import to_python
 from ninfer_ir.types import (BufferType, ScalarType, ShapedType, TensorType, bool_, f32, f64,
                              i64, index)
 
@@ -113,8 +115,8 @@ def decode(lw, node, fname):
 def _symbol_of(v):
     """The shape symbol a ``dim`` op reads (``x.shape[0]`` of ``f32[K]`` -> "K")."""
     op = getattr(v, "op", None)
-    if op is not None and op.name == "dim":
-        return op.operands[0].type.shape[op.attrs["axis"]]
+    if isinstance(op, O.DimOp):
+        return op.source.type.shape[op.axis]
     return None
 
 
@@ -226,23 +228,42 @@ def select_call(lw, node, fname):
     return select(lw, node, c, a["a"][0], a["b"][0])
 
 
-_ELEMENTWISE = {
-    "minimum": OpRule("min", "I.minimum", builtins.min),
-    "maximum": OpRule("max", "I.maximum", builtins.max),
-}
+#: how ``I.<call>`` evaluates on Python constants where Python's builtin is the rule
+_PYTHON_FOLDS = {"minimum": builtins.min, "maximum": builtins.max, "abs": builtins.abs}
 
 
-def elementwise(lw, node, fname):
-    a = bind(lw, node, fname, ["a", "b"], 2)
-    return lw.binary(_ELEMENTWISE[fname], a["a"][0], a["b"][0], node)
+def _numeric_fold(cls):
+    """``I.<call>`` on Python constants, typed as the kernel types a constant (bool,
+    i64, f64; all of one type) and evaluated by the op's ``semantics`` rule."""
+    def fold(*xs):
+        types = {bool_ if isinstance(x, bool) else i64 if isinstance(x, int) else f64
+                 for x in xs}
+        if len(types) != 1:
+            raise ValueError("the constants have different types; type them with I.cast")
+        t = types.pop()
+        vals = [np.asarray(x, dtype=t.np_dtype) for x in xs]
+        if issubclass(cls, O.UnaryOp):
+            return to_python(semantics.unary(cls.name, *vals, t), t)
+        return to_python(semantics.binary(cls.name, *vals, t), t)
+    return fold
 
 
-def abs_(lw, node, fname):
-    a = bind(lw, node, fname, ["x"], 1)
-    x, where = a["x"]
-    if not isinstance(x, Value):
-        return lw.fold(OpRule("abs", "I.abs", builtins.abs), where, x)
-    return lw.value("abs", [lw.as_scalar(x, where)], what="I.abs", node=node)
+def _elementwise_call(cls):
+    """The handler of ``I.<cls.dsl_call>`` for a unary or binary op class."""
+    rule = OpRule(cls.name, f"I.{cls.dsl_call}",
+                  _PYTHON_FOLDS.get(cls.dsl_call) or _numeric_fold(cls))
+    unary = issubclass(cls, O.UnaryOp)
+
+    def handler(lw, node, fname):
+        if not unary:
+            a = bind(lw, node, fname, ["a", "b"], 2)
+            return lw.binary(rule, a["a"][0], a["b"][0], node)
+        a = bind(lw, node, fname, ["x"], 1)
+        x, where = a["x"]
+        if not isinstance(x, Value):
+            return lw.fold(rule, where, x)
+        return lw.value(cls.name, [lw.as_scalar(x, where)], what=f"I.{fname}", node=node)
+    return handler
 
 
 def math(lw, node, fname):
@@ -261,8 +282,8 @@ CALLS = {
     "quantize": quantize, "quantized_dot": quantized_dot, "dot": dot, "decode": decode,
     "sum": reduction, "prod": reduction, "max": reduction, "min": reduction,
     "reduce": reduce, "cast": cast, "bitcast": bitcast, "select": select_call,
-    "minimum": elementwise, "maximum": elementwise, "abs": abs_,
 }
+CALLS.update({name: _elementwise_call(cls) for name, cls in O.DSL_CALLS.items()})
 CALLS.update({fn: math for fn in FUNCTIONS})
 
 _BUILTIN_ALTERNATIVE = {"abs": "I.abs", "min": "I.minimum", "max": "I.maximum",

@@ -65,6 +65,7 @@ def lower_for(lw, node):
     attrs = {"parallel": True} if parallel else {}
     op = lw.emit("for", [lb, ub, step] + inits, attrs, [types[n] for n in carried],
                  [region], hint=list(carried) or None, node=node)
+    op.loc = (lw.src.filename, *lw.src.position(node))
     for n, r in zip(carried, op.results):
         lw.env.bind(n, r, ends[n].node)
     for n, b in body_env.names.items():

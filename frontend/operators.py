@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ninfer_ir.semantics import int_range
+from ninfer_ir.numerics.semantics import int_range
 from ninfer_ir.types import ScalarType, bf16, bool_
 
 

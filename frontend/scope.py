@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from ninfer_ir.ir import Value
 from ninfer_ir.formats import Format
-from ninfer_ir.mathlib import FUNCTIONS
 from ninfer_ir.quant import QuantSchema, _QuantNamespace
 from ninfer_ir.types import ScalarType, ShapedType
 
-#: ``I.<name>(...)`` calls the DSL compiles into IR ops
-OP_CALLS = ("quantize", "quantized_dot", "dot", "decode", "sum", "prod", "max", "min", "reduce",
-            "cast", "bitcast", "select", "minimum", "maximum", "abs") + tuple(FUNCTIONS)
+from .calls import CALLS
+
+#: ``I.<name>(...)`` calls the DSL compiles into IR ops (one handler each in ``calls``)
+OP_CALLS = tuple(CALLS)
 
 #: Python builtins a kernel may call on compile-time constants
 STATIC_BUILTINS = ("abs", "min", "max", "int", "float", "bool", "len")

@@ -17,6 +17,7 @@
 """
 from .errors import (NinferError, DSLError, ParseError, VerifyError, DomainError,
                      TargetUnavailable, FormatError, CompileError)
+from .errors import OptionError
 from .quant import namespace as quant
 from .types import (f16, bf16, f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, bool_,
                     index, ScalarType, TensorType, BufferType)
@@ -96,21 +97,6 @@ def select(c, a, b):
     return _f(c, a, b)
 
 
-def minimum(a, b):
-    from ninfer_ir.backends.interp.eager import elementwise as _f
-    return _f("min", a, b)
-
-
-def maximum(a, b):
-    from ninfer_ir.backends.interp.eager import elementwise as _f
-    return _f("max", a, b)
-
-
-def abs(x):
-    from ninfer_ir.backends.interp.eager import absolute as _f
-    return _f(x)
-
-
 def cast(x, dtype):
     from ninfer_ir.backends.interp.eager import cast as _f
     return _f(x, dtype)
@@ -119,6 +105,16 @@ def cast(x, dtype):
 def bitcast(x, dtype):
     from ninfer_ir.backends.interp.eager import bitcast as _f
     return _f(x, dtype)
+
+
+# -- the elementwise calls (I.abs, I.minimum, ...), one per op class with a ``dsl_call`` --
+def _elementwise_calls():
+    from .backends.interp.eager import elementwise_function
+    from .ops import DSL_CALLS
+    return {name: elementwise_function(cls) for name, cls in DSL_CALLS.items()}
+
+
+globals().update(_elementwise_calls())
 
 
 # -- the DSL (frontend) ----------------------------------------------------------------

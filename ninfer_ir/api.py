@@ -36,7 +36,8 @@ def lower(kernel, target: str = "cpu", print_after=None, dump_dir=None, report=F
 
     ``print_after``: ``"all"`` or a set of pass names whose output is printed;
     ``dump_dir``: a folder that receives every stage as a ``.nir`` file;
-    ``report=True`` also returns the pipeline report (timings, peak local bytes).
+    ``report=True`` also returns the pipeline report (timings, peak local bytes, and
+    ``remarks``: per loop, the library kernel it runs as or why none).
     """
     row = _targets.get(target)
     from ninfer_ir.passes.pipeline import lower as _lower

@@ -89,3 +89,8 @@ class CompileError(NinferError):
     def __init__(self, message: str, log: str = ""):
         self.log = log
         super().__init__(f"{message}\n{log}" if log else message)
+
+
+class OptionError(NinferError, ValueError):
+    """An option of a call or an environment variable has a value it cannot take
+    (``threads=0``, ``cache_dir=''``, a malformed ``NINFER_CACHE_MAX_BYTES``)."""

@@ -138,6 +138,9 @@ class Operation:
     terminator: bool = False
     #: False where infer_types() may be less precise than the declared result types
     exact_inference: bool = True
+    #: (file, line, col) of the source the frontend built the op from, when recorded
+    #: (loops); not part of the textual IR, kept by ``clone_op``
+    loc: tuple | None = None
 
     def __init__(self, operands=(), result_types=(), attrs=None, regions=(),
                  result_names=None):
@@ -238,6 +241,15 @@ class Operation:
 
     def error(self, message: str) -> VerifyError:
         return VerifyError(message, self)
+
+    # -- memory effects (the op itself, nested regions not counted) ---------------
+    def memory_reads(self) -> list:
+        """Operands whose elements this op reads; by default all of them."""
+        return list(self.operands)
+
+    def memory_writes(self) -> list:
+        """Operands whose elements this op writes (or frees); by default none."""
+        return []
 
     def __repr__(self):
         return f"<{self.name} op>"

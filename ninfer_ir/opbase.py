@@ -1,6 +1,7 @@
 """Checks shared by the op verifiers (``ops.py``, ``ops_quant.py``)."""
 from __future__ import annotations
 
+from .ir import Operation
 from .quant import QuantSchema
 from .types import ScalarType, ShapedType, bf16, dims_equal, index
 
@@ -75,3 +76,59 @@ def order_attr(op):
         SumOrder.parse(val)
     except ValueError as e:
         raise op.error(f"bad summation order: {e}") from None
+
+
+# -- named accessors -------------------------------------------------------------------
+
+def operand_at(k: int) -> property:
+    """A read-only accessor for operand ``k`` (``lhs = operand_at(0)``)."""
+    return property(lambda self: self.operands[k])
+
+
+def operands_from(k: int) -> property:
+    """A read-only accessor for the operands from ``k`` on (a new list)."""
+    return property(lambda self: self.operands[k:])
+
+
+def attribute(key: str) -> property:
+    """A read-only accessor for the attribute ``key``."""
+    return property(lambda self: self.attrs[key])
+
+
+# -- traits shared by op classes of several files -----------------------------------
+
+class ReadsNothing:
+    """Trait: the op reads no element of its operands (shapes, views, control, stores)."""
+
+    def memory_reads(self) -> list:
+        return []
+
+
+class OrderedOp:
+    """Trait: the op folds a sequence in the declared ``order`` attribute (a ``SumOrder``)."""
+
+    @property
+    def order(self):
+        from .sumorder import SumOrder
+        return SumOrder.coerce(self.attrs.get("order", "seq"))
+
+
+class WritesDest:
+    """Trait: the op writes the elements of its destination buffer, operand ``dest_index``,
+    and reads only its first operand."""
+    dest_index = 1
+
+    @property
+    def dest(self):
+        return self.operands[self.dest_index]
+
+    def memory_reads(self) -> list:
+        return self.operands[:1]
+
+    def memory_writes(self) -> list:
+        return [self.dest]
+
+
+class ContractionOp(OrderedOp, Operation):
+    """Family: an ordered fold over the last axis of its operand(s) (``reduce``, ``dot``,
+    ``quantized_dot``); ``order`` is its ``SumOrder``."""

@@ -2,33 +2,78 @@
 
 ``OPS`` is the read-only name → class table that the parser, the interpreter,
 the emitters and the coverage tests enumerate. Scalar semantics (what ``add``
-or ``cast`` compute) live in ``semantics.py``; this file only says what is
-well-typed.
+or ``cast`` compute) live in ``numerics``; this file only says what is
+well-typed, which family an op belongs to, and what its operands mean.
+
+Families are base classes; every op set used elsewhere is derived from them
+(``family(UnaryOp)``, ``ELEMENTWISE``, ...), so a new op joins the sets, the
+interpreter's rules and the DSL by its class alone:
+
+- ``ElementwiseOp``: ``UnaryOp``, ``BinaryOp``, ``CmpOp``, ``SelectOp``, ``CastOp``
+  (and ``BitcastOp``); element ``i`` of the result depends on element ``i`` of the
+  operands only.
+- ``ContractionOp``: ``ReduceOp``, ``DotOp`` and ``QuantizedDotOp``: ordered folds
+  (``order`` is a ``SumOrder``).
+- memory: ``IndexedOp`` (``load``, ``store``, ``subview``: an index per axis),
+  ``memory_reads()`` / ``memory_writes()`` on every op, ``AllocOp``, ``DeallocOp``.
+- ``RegionOp`` (``for``, ``if``) and ``TerminatorOp`` (``yield``, ``return``).
+
+Algebraic identities are class attributes of the binary ops (``identity``,
+``commutative``, ``absorbing``, ``idempotent``, ``self_inverse``) and of the unary
+ones (``involution``); canonicalization reads them.
 """
 from __future__ import annotations
 
+import re
 from types import MappingProxyType
 
 from .ir import Operation
-from .opbase import (attr, describe, index_operand, n_operands, n_results, no_bf16,
+from .numerics.semantics import int_range
+from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, attribute, describe,
+                     index_operand, n_operands, n_results, no_bf16, operand_at, operands_from,
                      order_attr, scalar, shaped, shapes_compatible)
-from .ops_math import MathOp
 from .ops_quant import DecodeOp, QuantizedDotOp, QuantizeIntoOp, QuantizeOp
-from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal, index)
+from .ops_select import KernelCallOp
+from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal, f16, f32,
+                    index)
+
+# -- family roots that are not elementwise ----------------------------------------
+
+class TerminatorOp(ReadsNothing, Operation):
+    """Ends a block; its operands are the values the block gives back."""
+    pure = False
+    terminator = True
+
+
+class RegionOp(ReadsNothing, Operation):
+    """Structured control flow: an op that owns regions (``for``, ``if``)."""
+    pure = False
+
+
+class IndexedOp(Operation):
+    """An access with one index operand per indexed axis: ``load``, ``store``, ``subview``.
+    ``source`` is the tensor or buffer indexed; ``index_pairs()`` gives
+    ``[(axis, index value)]``."""
+
+    source = operand_at(0)
+
+    def index_pairs(self) -> list:
+        return list(enumerate(self.indices))
+
 
 # -- functions and constants ---------------------------------------------------
 
-class ReturnOp(Operation):
+class ReturnOp(TerminatorOp):
     name = "return"
-    pure = False
-    terminator = True
 
     def verify_(self):
         n_results(self, 0)
 
 
-class ConstantOp(Operation):
+class ConstantOp(ReadsNothing, Operation):
     name = "constant"
+
+    value = attribute("value")
 
     def verify_(self):
         n_operands(self, 0)
@@ -48,7 +93,6 @@ class ConstantOp(Operation):
         elif t.is_int:
             if isinstance(v, bool) or not isinstance(v, int):
                 raise self.error(f"a {t} constant needs an integer, got {describe(v)}")
-            from .semantics import int_range
             lo, hi = int_range(t)
             if not lo <= v <= hi:
                 raise self.error(f"{v} does not fit {t}")
@@ -56,8 +100,11 @@ class ConstantOp(Operation):
 
 # -- shapes and views ---------------------------------------------------------
 
-class DimOp(Operation):
+class DimOp(ReadsNothing, Operation):
     name = "dim"
+
+    source = operand_at(0)
+    axis = attribute("axis")
 
     def infer_types(self):
         return [index]
@@ -70,7 +117,7 @@ class DimOp(Operation):
             raise self.error(f"axis {axis} out of range for rank {t.rank}")
 
 
-class SubviewOp(Operation):
+class SubviewOp(ReadsNothing, IndexedOp):
     """A view: per source axis ``i`` (one index operand, axis dropped), ``r`` (start,
     stop, step operands, axis kept) or ``:`` (whole axis). Views of buffers are
     buffers (writable); views of tensors are tensors."""
@@ -79,6 +126,21 @@ class SubviewOp(Operation):
 
     def axes(self) -> str:
         return self.attrs.get("axes", "")
+
+    def index_pairs(self) -> list:
+        """``[(axis, index)]`` of the ``i`` axes (ranges are not listed)."""
+        out, k = [], 1
+        for axis, code in enumerate(self.axes()):
+            if code == "i":
+                out.append((axis, self.operands[k]))
+                k += 1
+            elif code == "r":
+                k += 3
+        return out
+
+    @property
+    def has_ranges(self) -> bool:
+        return "r" in self.axes()
 
     def infer_types(self):
         src = self.operands[0].type if self.operands else None
@@ -134,9 +196,11 @@ def _static_range_len(ops, dim):
     return len(range(*slice(start, stop, step).indices(dim)))
 
 
-class LoadOp(Operation):
+class LoadOp(IndexedOp):
     """One element of a tensor/buffer (all indices given); a rank-0 tensor loads its value."""
     name = "load"
+
+    indices = operands_from(1)
 
     def infer_types(self):
         src = self.operands[0].type if self.operands else None
@@ -151,10 +215,18 @@ class LoadOp(Operation):
             index_operand(self, v, f"index {k - 1}")
 
 
-class StoreOp(Operation):
+class StoreOp(ReadsNothing, IndexedOp):
     """``store(value, buffer, indices…)``: writes one element of a buffer."""
     name = "store"
     pure = False
+
+    value = operand_at(0)
+    dest = operand_at(1)
+    source = dest
+    indices = operands_from(2)
+
+    def memory_writes(self) -> list:
+        return [self.dest]
 
     def verify_(self):
         n_results(self, 0)
@@ -171,10 +243,12 @@ class StoreOp(Operation):
             index_operand(self, v, f"index {k}")
 
 
-class CopyOp(Operation):
+class CopyOp(WritesDest, Operation):
     """``copy(src, dst)``: writes a whole tensor into a buffer (view) of the same shape."""
     name = "copy"
     pure = False
+
+    source = operand_at(0)
 
     def verify_(self):
         n_operands(self, 2)
@@ -189,12 +263,6 @@ class CopyOp(Operation):
             if a is not None and b is not None and not dims_equal(a, b) \
                     and isinstance(a, int) and isinstance(b, int):
                 raise self.error(f"cannot copy {src} into {dst}: shapes differ")
-
-
-def copy_size_message(axis: int) -> str:
-    """The run-time error of a ``copy`` whose source and destination sizes differ, first
-    on ``axis``: the interpreter, the checks ``lower`` places and the backends say this."""
-    return f"'copy': cannot copy shape: source and destination sizes differ on axis {axis}"
 
 
 # -- elementwise ------------------------------------------------------------------
@@ -224,9 +292,15 @@ def _make(dtype, shape):
 
 
 class ElementwiseOp(Operation):
+    """Family root: element ``i`` of the result depends on element ``i`` of the operands."""
     arity = 2
-    #: which dtypes the op accepts: "any", "int" (integers and bool) or "num" (no bool)
+    #: which dtypes the op accepts: "any", "int" (integers and bool), "shift" (integers),
+    #: "num" (no bool) or "float"
     accepts = "any"
+    #: the ``I.<name>`` call of the DSL and the eager API that makes this op, if any
+    dsl_call: str | None = None
+    #: False for the ops that also take bf16 words (select, cast, bitcast)
+    computes = True
 
     def infer_types(self):
         if len(self.operands) != self.arity:
@@ -248,44 +322,79 @@ class ElementwiseOp(Operation):
             raise self.error(f"needs integer operands, got {dtype}")
         if self.accepts == "num" and dtype is bool_:
             raise self.error("needs numeric operands, got bool")
+        if self.accepts == "float" and not dtype.is_float:
+            raise self.error(f"needs float operands, got {dtype}")
 
 
-def _binary(opname, accepts="num", doc=""):
-    return type(opname.capitalize() + "Op", (ElementwiseOp,),
-                {"name": opname, "accepts": accepts, "__doc__": doc})
+#: ``BinaryOp.identity`` / ``absorbing`` value meaning "all bits set" (-1, or true)
+ONES = "ones"
 
 
-AddOp = _binary("add", doc="x + y (integers wrap; floats round to nearest even)")
-SubOp = _binary("sub", doc="x - y")
-MulOp = _binary("mul", doc="x * y")
-DivOp = _binary("div", doc="x / y (integers: truncating; divisor 0 gives 0)")
+class BinaryOp(ElementwiseOp):
+    """Family: ``lhs op rhs`` on one dtype. The identities hold on integers and bool
+    (not on floats): ``x op identity == x``; ``commutative``: also ``identity op x``;
+    ``x op absorbing == absorbing``; ``idempotent``: ``x op x == x``;
+    ``self_inverse``: ``x op x == 0``."""
+    arity = 2
+    accepts = "num"
+    identity = None
+    commutative = False
+    absorbing = None
+    idempotent = False
+    self_inverse = False
+
+    lhs = operand_at(0)
+    rhs = operand_at(1)
+
+
+def _binary(opname, accepts="num", doc="", **hooks):
+    return type(opname.capitalize() + "Op", (BinaryOp,),
+                {"name": opname, "accepts": accepts, "__doc__": doc, **hooks})
+
+
+AddOp = _binary("add", doc="x + y (integers wrap; floats round to nearest even)",
+                identity=0, commutative=True)
+SubOp = _binary("sub", doc="x - y", identity=0, self_inverse=True)
+MulOp = _binary("mul", doc="x * y", identity=1, commutative=True, absorbing=0)
+DivOp = _binary("div", doc="x / y (integers: truncating; divisor 0 gives 0)", identity=1)
 RemOp = _binary("rem", doc="remainder with the sign of x (divisor 0 gives 0)")
-MinOp = _binary("min", doc="minimum (floats: NaN if either is NaN)")
-MaxOp = _binary("max", doc="maximum (floats: NaN if either is NaN)")
-AndOp = _binary("and", "int", "bitwise and")
-OrOp = _binary("or", "int", "bitwise or")
-XorOp = _binary("xor", "int", "bitwise xor")
-ShlOp = _binary("shl", "shift", "shift left (amount >= width gives 0)")
-ShrOp = _binary("shr", "shift", "shift right: arithmetic for signed, logical for unsigned")
+MinOp = _binary("min", doc="minimum (floats: NaN if either is NaN)", idempotent=True,
+                dsl_call="minimum")
+MaxOp = _binary("max", doc="maximum (floats: NaN if either is NaN)", idempotent=True,
+                dsl_call="maximum")
+AndOp = _binary("and", "int", "bitwise and", identity=ONES, commutative=True, absorbing=0,
+                idempotent=True)
+OrOp = _binary("or", "int", "bitwise or", identity=0, commutative=True, idempotent=True)
+XorOp = _binary("xor", "int", "bitwise xor", identity=0, commutative=True, self_inverse=True)
+ShlOp = _binary("shl", "shift", "shift left (amount >= width gives 0)", identity=0)
+ShrOp = _binary("shr", "shift", "shift right: arithmetic for signed, logical for unsigned",
+                identity=0)
 
 
-class NegOp(ElementwiseOp):
+class UnaryOp(ElementwiseOp):
+    """Family: ``op x``. ``involution``: ``op (op x) == x``."""
+    arity = 1
+    accepts = "num"
+    involution = False
+
+    operand = operand_at(0)
+
+
+class NegOp(UnaryOp):
     name = "neg"
-    arity = 1
-    accepts = "num"
+    involution = True
 
 
-class AbsOp(ElementwiseOp):
+class AbsOp(UnaryOp):
     name = "abs"
-    arity = 1
-    accepts = "num"
+    dsl_call = "abs"
 
 
-class NotOp(ElementwiseOp):
+class NotOp(UnaryOp):
     """Bitwise not on integers, logical not on bool."""
     name = "not"
-    arity = 1
     accepts = "int"
+    involution = True
 
 
 CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -294,6 +403,10 @@ CMP_PREDICATES = ("eq", "ne", "lt", "le", "gt", "ge")
 class CmpOp(ElementwiseOp):
     """Comparison; floats compare ordered (any NaN gives false, except ``ne``)."""
     name = "cmp"
+
+    lhs = operand_at(0)
+    rhs = operand_at(1)
+    pred = attribute("pred")
 
     def _result_dtype(self, dtype):
         return bool_
@@ -305,9 +418,15 @@ class CmpOp(ElementwiseOp):
             raise self.error(f"unknown predicate {pred!r}; use one of {', '.join(CMP_PREDICATES)}")
 
 
-class SelectOp(Operation):
+class SelectOp(ElementwiseOp):
     """``select(c, a, b)``: a where c else b (elementwise for tensors)."""
     name = "select"
+    arity = 3
+    computes = False
+
+    cond = operand_at(0)
+    true_value = operand_at(1)
+    false_value = operand_at(2)
 
     def infer_types(self):
         if len(self.operands) != 3:
@@ -326,9 +445,14 @@ class SelectOp(Operation):
             raise self.error("condition shape does not match the values")
 
 
-class CastOp(Operation):
-    """Value conversion to ``to``: see semantics.py for the exact rules."""
+class CastOp(ElementwiseOp):
+    """Value conversion to ``to``: see numerics/scalar.py for the exact rules."""
     name = "cast"
+    arity = 1
+    computes = False
+
+    source = operand_at(0)
+    to = attribute("to")
 
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.attrs.get("to"), ScalarType):
@@ -367,9 +491,12 @@ class BitcastOp(CastOp):
 REDUCE_KINDS = ("add", "mul", "min", "max")
 
 
-class ReduceOp(Operation):
+class ReduceOp(ContractionOp):
     """Reduce the last axis (``kind`` add/mul/min/max; floats in the declared ``order``)."""
     name = "reduce"
+
+    source = operand_at(0)
+    kind = attribute("kind")
 
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
@@ -391,9 +518,12 @@ class ReduceOp(Operation):
         order_attr(self)
 
 
-class DotOp(Operation):
+class DotOp(ContractionOp):
     """The ordinary contraction: sum of R(a[i]*b[i]) over two 1-D float vectors, in ``order``."""
     name = "dot"
+
+    lhs = operand_at(0)
+    rhs = operand_at(1)
 
     def infer_types(self):
         if len(self.operands) != 2 or not isinstance(self.operands[0].type, ShapedType):
@@ -416,21 +546,27 @@ class DotOp(Operation):
 
 # -- structured control flow -------------------------------------------------------
 
-class YieldOp(Operation):
+class YieldOp(TerminatorOp):
     name = "yield"
-    pure = False
-    terminator = True
 
     def verify_(self):
         n_results(self, 0)
 
 
-class ForOp(Operation):
+class ForOp(RegionOp):
     """``for(lb, ub, step, inits…)`` with one region ``^(iv, carried…)`` ending in
     ``yield(next…)``; results are the final carried values. ``parallel = true`` marks a
     loop whose iterations are independent (no carried values)."""
     name = "for"
-    pure = False
+
+    lower = operand_at(0)
+    upper = operand_at(1)
+    step = operand_at(2)
+    inits = operands_from(3)
+
+    @property
+    def iv(self):
+        return self.body.args[0]
 
     def infer_types(self):
         return [v.type for v in self.operands[3:]]
@@ -468,10 +604,19 @@ class ForOp(Operation):
         return bool(self.attrs.get("parallel", False))
 
 
-class IfOp(Operation):
+class IfOp(RegionOp):
     """``if(cond)`` with a then and an else region, each ending in ``yield``."""
     name = "if"
-    pure = False
+
+    cond = operand_at(0)
+
+    @property
+    def then_block(self):
+        return self.regions[0].block
+
+    @property
+    def else_block(self):
+        return self.regions[1].block
 
     def verify_(self):
         n_operands(self, 1)
@@ -499,10 +644,12 @@ def _check_yield(op, block, types):
 
 # -- memory (after materialization) ---------------------------------------------
 
-class AllocOp(Operation):
+class AllocOp(ReadsNothing, Operation):
     """An invocation-local buffer; one index operand per non-static dim."""
     name = "alloc"
     pure = False
+
+    sizes = operands_from(0)
 
     def verify_(self):
         n_results(self, 1)
@@ -515,9 +662,14 @@ class AllocOp(Operation):
             index_operand(self, v, f"size {k}")
 
 
-class DeallocOp(Operation):
+class DeallocOp(ReadsNothing, Operation):
     name = "dealloc"
     pure = False
+
+    buffer = operand_at(0)
+
+    def memory_writes(self) -> list:
+        return [self.buffer]
 
     def verify_(self):
         n_operands(self, 1)
@@ -526,26 +678,111 @@ class DeallocOp(Operation):
             raise self.error("dealloc takes a buffer")
 
 
-class CheckOp(Operation):
-    """``check(cond) {message = "..."}``: if cond is false the kernel stops and the
-    launcher raises ``I.DomainError`` with the message (e.g. an index out of range)."""
+class CheckOp(ReadsNothing, Operation):
+    """``check(cond, nums...) {message = "..."}``: if cond is false the kernel stops and
+    the launcher raises ``I.DomainError`` with the message. A check with index
+    operands after the condition formats them into its message at run time: ``{k}``
+    stands for the k-th of them (``'load': index {0} is out of range for axis 0 of size
+    {1}``); a check without them keeps its message verbatim."""
     name = "check"
     pure = False
 
+    cond = operand_at(0)
+    message = attribute("message")
+    nums = operands_from(1)          # the values the message formats
+
     def verify_(self):
-        n_operands(self, 1)
+        if not self.operands:
+            raise self.error("expects a condition")
         n_results(self, 0)
         if self.operands[0].type is not bool_:
             raise self.error(f"condition must be a bool scalar, got {self.operands[0].type}")
-        attr(self, "message", str, "a string")
+        if len(self.operands) > 65:
+            raise self.error("a check formats at most 64 values")
+        for k, v in enumerate(self.operands[1:]):
+            if v.type is not index:
+                raise self.error(f"message value {k} must be an index, got {v.type}")
+        msg = attr(self, "message", str, "a string")
+        for k in _PLACEHOLDER.findall(msg) if len(self.operands) > 1 else ():
+            if int(k) >= len(self.operands) - 1:
+                raise self.error(f"the message names value {{{k}}} but the check has "
+                                 f"{len(self.operands) - 1}")
+
+    def format(self, nums) -> str:
+        """The message with the run-time values ``nums`` in place of ``{k}``."""
+        msg = self.attrs["message"]
+        if len(self.operands) == 1:
+            return msg
+        return _PLACEHOLDER.sub(lambda m: str(int(nums[int(m.group(1))])), msg)
+
+
+_PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
 
 from .ir import FuncOp  # noqa: E402  (func is an op like the others)
+
+class MathOp(ElementwiseOp):
+    """The math family: ``%y = math(%x) {fn = "exp"}``, one elementwise op for every function
+    of ``ninfer_ir.mathlib`` (``sqrt rsqrt exp exp2 log log2 tanh erf sin cos floor ceil
+    trunc rint``).
+
+    f32 results are correctly rounded (round-to-nearest-even of the exact value, C99 Annex F
+    special cases, one canonical quiet NaN ``0x7FC00000``); an f16 argument is widened to
+    f32, the f32 result is computed and rounded to f16. No op of the backends computes
+    ``math``: the ``expand_math`` pass rewrites it into ordinary ops (the algorithms of
+    ``mathlib``), and the interpreter runs the same algorithms on numpy arrays."""
+    name = "math"
+    arity = 1
+    accepts = "float"
+    #: dtypes a math function takes (its result has the same dtype)
+    dtypes = (f32, f16)
+
+    def infer_types(self):
+        if len(self.operands) != 1:
+            return None
+        t = self.operands[0].type
+        if isinstance(t, ShapedType):
+            return [TensorType(t.dtype, t.shape)]
+        return [t] if isinstance(t, ScalarType) else None
+
+    def verify_(self):
+        from .mathlib import FUNCTIONS
+        n_operands(self, 1)
+        n_results(self, 1)
+        fn = attr(self, "fn", str, "a function name")
+        if fn not in FUNCTIONS:
+            raise self.error(f"unknown math function {fn!r}; use one of "
+                             f"{', '.join(sorted(FUNCTIONS))}")
+        t = self.operands[0].type
+        if not isinstance(t, (ScalarType, ShapedType)):
+            raise self.error(f"operand has unsupported type {t}")
+        dtype = t.dtype if isinstance(t, ShapedType) else t
+        if dtype not in self.dtypes:
+            raise self.error(f"{fn} takes f32 or f16 values, got {dtype}")
+        if self.result.type != self.infer_types()[0]:
+            raise self.error(f"result type {self.result.type} must be "
+                             f"{self.infer_types()[0]}")
+
 
 OPS = MappingProxyType({cls.name: cls for cls in (
     FuncOp, ReturnOp, ConstantOp, DimOp, SubviewOp, LoadOp, StoreOp, CopyOp,
     AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp, XorOp, ShlOp, ShrOp,
     NegOp, AbsOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
     QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,
-    CheckOp, DecodeOp, MathOp,
+    CheckOp, DecodeOp, KernelCallOp, MathOp,
 )})
+
+
+def family(base) -> frozenset:
+    """The op classes of ``OPS`` that belong to the family (base class) ``base``."""
+    return frozenset(cls for cls in OPS.values() if issubclass(cls, base))
+
+
+ELEMENTWISE = family(ElementwiseOp)
+UNARY = family(UnaryOp)
+BINARY = family(BinaryOp)
+CONTRACTIONS = family(ContractionOp)
+
+#: ``I.<name>`` -> op class, for the elementwise ops the DSL and the eager API call by name
+DSL_CALLS = MappingProxyType({cls.dsl_call: cls for cls in sorted(ELEMENTWISE, key=lambda c: c.name)
+                              if cls.dsl_call})

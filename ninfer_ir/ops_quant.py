@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from .ir import Operation
-from .opbase import (describe, index_operand, n_operands, n_results, order_attr, shaped)
+from .numerics.decode import row_sizes
+from .opbase import (ContractionOp, WritesDest, attribute, describe, index_operand, n_operands,
+                     n_results, operand_at, order_attr, shaped)
 from .quant import QuantSchema, q4_k, q8_k
 from .types import BufferType, ScalarType, ShapedType, TensorType, dims_equal, f16, f32, u8
 
@@ -40,6 +42,8 @@ class QuantizeOp(Operation):
     """``quantize(values)``: f32[G,256] -> u8[G,292] Q8_K records (spec §4)."""
     name = "quantize"
 
+    values = operand_at(0)
+
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
             return None
@@ -59,9 +63,12 @@ class QuantizeOp(Operation):
             raise self.error(f"result G ({rg}) must equal the input's G ({g})")
 
 
-class QuantizedDotOp(Operation):
+class QuantizedDotOp(ContractionOp):
     """``quantized_dot(lhs, rhs)``: Q4_K u8[G,144] x Q8_K u8[G,292] -> rank-0 f32 (spec §3)."""
     name = "quantized_dot"
+
+    lhs = operand_at(0)
+    rhs = operand_at(1)
 
     def infer_types(self):
         return [TensorType(f32, ())]
@@ -84,13 +91,20 @@ class QuantizedDotOp(Operation):
 
 
 
-class QuantizeIntoOp(Operation):
+class QuantizeIntoOp(WritesDest, Operation):
     """``quantize_into(values, dst[, base])``: quantize written into a buffer (destination
     form). The optional ``base`` (index) is the record number of ``values``' first
     row within the whole quantization, so a ``DomainError`` names the same record when
     the passes quantize a fused input record by record."""
     name = "quantize_into"
     pure = False
+
+    values = operand_at(0)
+
+    @property
+    def base(self):
+        """The record base (an index value), or None."""
+        return self.operands[2] if len(self.operands) == 3 else None
 
     def verify_(self):
         if len(self.operands) not in (2, 3):
@@ -127,6 +141,11 @@ class DecodeOp(Operation):
     established the code contract; the row geometry is checked at run time."""
     name = "decode"
 
+    packed = operand_at(0)
+    scales = operand_at(1)
+    count = operand_at(2)
+    format = attribute("format")
+
     def verify_(self):
         n_operands(self, 3)
         index_operand(self, self.operands[2], "the element count")
@@ -145,7 +164,7 @@ class DecodeOp(Operation):
         if isinstance(k, int):
             if k < 1:
                 raise self.error("a decoded row holds at least one element")
-            want_p, want_s = -(-k * fmt.bits // 8), -(-k // fmt.group)
+            want_p, want_s = row_sizes(fmt, k)
             if isinstance(p.shape[0], int) and p.shape[0] != want_p:
                 raise self.error(f"{k} {fmt.bits}-bit codes pack into {want_p} bytes, got {p}")
             if isinstance(s.shape[0], int) and s.shape[0] != want_s:

@@ -88,8 +88,9 @@ def print_module(module: Module) -> str:
     return "".join(print_func(f) for f in module.funcs)
 
 
-def print_func(func: FuncOp) -> str:
-    namer = Namer()
+def print_func(func: FuncOp, namer: Namer | None = None) -> str:
+    """The text of ``func``; ``namer`` (when given) keeps the printed names."""
+    namer = namer if namer is not None else Namer()
     lines = []
     params = ", ".join(f"{namer(a)}: {a.type}" for a in func.args)
     res = ""

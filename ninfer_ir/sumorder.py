@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+
+from .numerics.folds import f32_sum_rows
 
 __all__ = ["SumOrder", "SEQ", "TREE"]
 
@@ -62,6 +65,11 @@ class SumOrder:
             raise ValueError(f"SumOrder tree must be a bool, got {self.tree!r}")
         object.__setattr__(self, "tree", bool(self.tree))
 
+    @property
+    def is_seq(self) -> bool:
+        """Strict left to right (the default order)."""
+        return self.chunk is None and not self.tree
+
     # --- text ------------------------------------------------------------
 
     def __str__(self) -> str:
@@ -89,9 +97,11 @@ class SumOrder:
         """Accept a ``SumOrder`` or its text."""
         if isinstance(order, SumOrder):
             return order
+        if isinstance(order, str):
+            return _parse_text(order)
         return cls.parse(order)
 
-    # --- evaluation ------------------------------------------------------
+    # --- evaluation (the fold itself is ``numerics.folds``) -----------------
 
     def evaluate(self, v: np.ndarray) -> np.float32:
         """Sum a 1-D f32 array in this order; returns an ``np.float32``."""
@@ -104,11 +114,7 @@ class SumOrder:
         if not isinstance(v2d, np.ndarray) or v2d.dtype != np.float32 or v2d.ndim != 2:
             raise ValueError(f"SumOrder.evaluate_rows takes a 2-D float32 array, "
                              f"got {_describe(v2d)}")
-        x = v2d
-        with np.errstate(all="ignore"):
-            if self.chunk is not None:
-                x = _chunk_sums(x, self.chunk)
-            return _tree_rows(x) if self.tree else _seq_rows(x)
+        return f32_sum_rows(v2d, self)
 
 
 def _describe(obj) -> str:
@@ -117,44 +123,9 @@ def _describe(obj) -> str:
     return type(obj).__name__
 
 
-def _seq_rows(x: np.ndarray) -> np.ndarray:
-    """Left-to-right sum of each row; ``add.accumulate`` is strictly sequential."""
-    n, length = x.shape
-    if length == 0:
-        return np.zeros(n, dtype=np.float32)
-    if length == 1:
-        return x[:, 0].copy()
-    return np.add.accumulate(x, axis=1, dtype=np.float32)[:, -1].copy()
-
-
-def _tree_rows(x: np.ndarray) -> np.ndarray:
-    """Adjacent-pair tree of each row; an odd last element passes up unchanged."""
-    n, length = x.shape
-    if length == 0:
-        return np.zeros(n, dtype=np.float32)
-    cur = x
-    while cur.shape[1] > 1:
-        width = cur.shape[1]
-        pairs = cur[:, 0:width - 1:2] + cur[:, 1:width:2]
-        if width % 2:
-            pairs = np.concatenate([pairs, cur[:, width - 1:]], axis=1)
-        cur = pairs
-    return cur[:, 0].copy()
-
-
-def _chunk_sums(x: np.ndarray, k: int) -> np.ndarray:
-    """Left-to-right sum of each contiguous chunk of ``k`` elements, per row."""
-    n, length = x.shape
-    full = length // k
-    parts = []
-    if full:
-        body = x[:, :full * k].reshape(n, full, k)
-        parts.append(np.add.accumulate(body, axis=2, dtype=np.float32)[:, :, -1])
-    if length % k:
-        parts.append(_seq_rows(x[:, full * k:])[:, np.newaxis])
-    if not parts:
-        return np.zeros((n, 0), dtype=np.float32)
-    return np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+@lru_cache(maxsize=64)
+def _parse_text(text: str) -> SumOrder:
+    return SumOrder.parse(text)
 
 
 SEQ = SumOrder()

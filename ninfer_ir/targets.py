@@ -37,7 +37,7 @@ TARGETS = MappingProxyType({t.name: t for t in (
            compile=f"{_B}.interp.interpreter:InterpretedKernel"),
     Target("cpu", "LLVM machine code for the host CPU (llvmlite)",
            pipeline="cpu", emit_kinds=("llvm", "asm"),
-           compile=f"{_B}.llvm.launcher:compile_module", emit=f"{_B}.llvm.codegen:emit",
+           compile=f"{_B}.llvm.runtime.launcher:compile_module", emit=f"{_B}.llvm.gen.codegen:emit",
            options=("threads", "cache_dir")),
     Target("cuda", "CUDA C compiled by NVRTC, launched through CuPy",
            pipeline="cuda", emit_kinds=("cuda", "ptx"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .errors import VerifyError
 from .ir import Block, FuncOp, Module, Operation
+from .ops import ReturnOp, YieldOp
 from .types import BufferType
 
 
@@ -23,7 +24,7 @@ def verify_func(func: FuncOp) -> None:
     scope = set(func.args)
     body = func.body
     term = body.terminator
-    if term is None or term.name != "return":
+    if not isinstance(term, ReturnOp):
         raise VerifyError(f"function @{func.sym_name} must end with return", func)
     got = [v.type for v in term.operands]
     if got != list(func.result_types):
@@ -57,9 +58,9 @@ def _verify_block(block: Block, scope: set, in_func_body: bool) -> None:
                                   f"(or outside the region that defines it)", op)
         if op.terminator and k != len(block.ops) - 1:
             raise VerifyError(f"'{op.name}' must be the last op of its block", op)
-        if op.name == "return" and not in_func_body:
+        if isinstance(op, ReturnOp) and not in_func_body:
             raise VerifyError("return is only allowed at the end of a function body", op)
-        if op.name == "yield" and in_func_body:
+        if isinstance(op, YieldOp) and in_func_body:
             raise VerifyError("yield is only allowed at the end of a for/if region", op)
         verify_op(op)
         for region in op.regions:

@@ -12,7 +12,8 @@ from .materialize import Materialize
 from .parallelize import Parallelize
 from .peak import PeakBytes, peak_bytes
 from .pipeline import default_passes, lower
+from .select import Remark, SelectKernels
 
 __all__ = ["Pass", "PassError", "PassManager", "PassRecord", "Report", "Canonicalize", "CSE",
            "DCE", "LICM", "Fuse", "Materialize", "Lower", "Parallelize", "PeakBytes", "peak_bytes",
-           "default_passes", "lower", "loop_level_problems"]
+           "default_passes", "lower", "loop_level_problems", "SelectKernels", "Remark"]

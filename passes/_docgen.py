@@ -71,6 +71,11 @@ DECODE_DOT = """func @int4_gemv(%p: tensor<u8[N,K]>, %x: tensor<f32[K]>, %scale:
 }
 """
 
+GEMV_BIAS = GEMV.replace("q4k_gemv(", "q4k_gemv_bias(").replace(
+    "%y: buffer<f32[N]>", "%b: tensor<f32[N]>, %y: buffer<f32[N]>").replace(
+    "    store(%s, %y, %n)", "    %bn = load(%b, %n) : f32\n    %sb = add(%s, %bn) : f32\n"
+                            "    store(%sb, %y, %n)")
+
 HEAD = """# Passes
 
 `passes/` turns the frontend's tensor-level IR into the loop-level IR of `docs/ir.md`.
@@ -89,7 +94,8 @@ runs `default_passes(target)` on a clone (the input is never changed) and return
 lowered module and a `Report`: `report.passes` (per pass: `stage` such as
 `03-licm`, `name`, `seconds`, `stats`), `report.total_seconds`, `report.timings()` and
 `report.peak_local_bytes` (function name -> `PeakBytes`, e.g. `292*G`;
-`.evaluate(G=8)` gives a number). `print_after` is `"all"` or a set of pass names;
+`.evaluate(G=8)` gives a number) and `report.remarks` (per loop, the library kernel the
+`select` pass chose or why none; `ninfer ir FILE --remarks` prints them). `print_after` is `"all"` or a set of pass names;
 `print_to` a stream or a `(stage, text)` callable (default stdout); `dump_dir` receives
 `00-input.nir` and one `NN-<pass>.nir` per stage. Options are arguments, never
 environment variables.
@@ -103,7 +109,7 @@ starts with `pass '<name>':`.
 
 | # | pass | why here |
 |---|---|---|
-| 1 | `canonicalize` | fold constants with `ninfer_ir.semantics` and apply exact identities first, so the analyses see plain values |
+| 1 | `canonicalize` | fold constants with `ninfer_ir.numerics.semantics` and apply exact identities first, so the analyses see plain values |
 | 2 | `cse` | one op per expression: two `quantize` of one input become one, before anything decides buffers |
 | 3 | `licm` | hoist loop-invariant ops (a `quantize` written in the row loop) before fusion and buffers are decided |
 | 4 | `dce` | drop what folding, merging and hoisting left unused |
@@ -112,6 +118,8 @@ starts with `pass '<name>':`.
 | 7 | `lower` | loops of scalar ops, `quantize_into`, output parameters, bounds checks |
 | 8 | `expand_math` | each `math` op (`I.exp` …) becomes the ordinary scalar ops of its algorithm (`ninfer_ir/mathlib`), inside the loop lowering made, so the tidy passes fold and hoist its constants |
 | 9-12 | `canonicalize`, `cse`, `licm`, `dce` | tidy what lowering produced: fold one-trip loops and index arithmetic, share constants and `dim`s, hoist per-row invariants (the guard of a fold) out of the loops |
+| 13 | `parallelize` | (cuda only) mark loops whose iterations are independent as parallel |
+| 13/14 | `select` | last, on the final loops: wrap each loop a library kernel of the target computes in `kernel_call {kernel = "..."}` (the region stays its meaning), and record for every loop which kernel it got or why none (`Report.remarks`, `ninfer ir --remarks`) |
 
 Each pass checks its own preconditions: `fuse` and `materialize` refuse IR that already
 has `alloc`/`dealloc`/`quantize_into`; `lower` refuses a tensor that has no buffer
@@ -155,6 +163,11 @@ contract (`passes/levels.py`).
   the interpreter's identity; `copy` between buffers that may overlap goes through a
   staging buffer; indices not provably in range get a `check` (an index of a loop from
   0 to a `dim` of an axis of the same size needs none).
+* **select** wraps a loop in `kernel_call` only when the kernel computes exactly that
+  loop (same ops, same summation order, nothing else in the body); the loop stays the
+  region, so the interpreter and every target without the kernel run it unchanged, and
+  the CPU runs it wherever the kernel's run-time conditions (rows in range, layout, no
+  overlap of output and inputs) fail.
 * No pass adds a `quantize`, a `quantized_dot` or a narrowing cast: an f32 matmul stays
   f32 (`tests/passes/test_passes_no_lossy.py`).
 """
@@ -189,6 +202,15 @@ def _some(title: str, intro: str, text: str, wanted) -> str:
     return "\n".join(parts)
 
 
+def _selection(title: str, intro: str, text: str) -> str:
+    parts = [f"## {title}\n\n{intro}\n\n### 00-input\n\n```\n{text}```\n"]
+    for target in ("cpu", "cuda"):
+        _, report = lower(I.parse(text), target)
+        lines = "".join(f"// remark: {r}\n" for r in report.remarks)
+        parts.append(f"### remarks, target {target}\n\n```\n{lines}```\n")
+    return "\n".join(parts)
+
+
 def render() -> str:
     return "\n".join([
         HEAD,
@@ -209,6 +231,12 @@ def render() -> str:
               "inside the dot's fold, which starts from the first product, so the decoded "
               "f32 weights are never stored and no buffer is allocated.",
               DECODE_DOT, ("05-fuse", "11-dce")),
+        _selection("Kernel selection and its remarks",
+                   "The GEMV above got the rows kernel (`12-select`). With a bias added in "
+                   "the row loop the loop no longer computes what the kernel computes, so "
+                   "it stays a plain loop, and the remark says why (`ninfer ir FILE "
+                   "--remarks`; loops written in the DSL also name their source line).",
+                   GEMV_BIAS),
     ])
 
 

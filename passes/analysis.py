@@ -2,24 +2,15 @@
 op reads and writes, which ops may raise at run time, and when an index is provably in
 range.
 
-Memory model. A buffer's *root* is the function parameter or ``alloc`` it is a view of.
-Two roots may overlap unless one of them is an ``alloc`` (fresh memory) and they are not
-the same value. Tensor parameters are read-only inputs: no op writes them, and the
-calling convention keeps them apart from buffer parameters (inputs are never written).
+Memory model: ``ninfer_ir.alias`` (``root``, ``may_alias``). Tensor parameters are
+read-only inputs: no op writes them.
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
+from ninfer_ir.alias import may_alias
 from ninfer_ir.ir import BlockArgument, FuncOp, Operation, OpResult, Value
 from ninfer_ir.types import BufferType, dims_equal, index
-
-ELEMENTWISE = frozenset({
-    "add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl", "shr",
-    "neg", "abs", "not", "cmp", "select", "cast", "bitcast", "math",
-})
-
-#: ops that read none of their operands' elements
-_NO_READ = frozenset({"subview", "dim", "alloc", "dealloc", "store", "yield", "return",
-                      "for", "if", "check", "constant"})
 
 FUSED = "fused"
 
@@ -28,14 +19,15 @@ def defining_op(v: Value) -> Operation | None:
     return v.op if isinstance(v, OpResult) else None
 
 
-def op_named(v: Value, name: str) -> Operation | None:
+def defined_by(v: Value, cls) -> Operation | None:
+    """The op of class ``cls`` (or a tuple of classes) that defines ``v``, else None."""
     op = defining_op(v)
-    return op if op is not None and op.name == name else None
+    return op if isinstance(op, cls) else None
 
 
 def const_value(v: Value):
     """The Python value of a ``constant`` result, else None."""
-    op = op_named(v, "constant")
+    op = defined_by(v, O.ConstantOp)
     return None if op is None else op.attrs.get("value")
 
 
@@ -45,46 +37,16 @@ def is_fused(op: Operation) -> bool:
 
 # -- memory -----------------------------------------------------------------------
 
-def root(v: Value) -> Value:
-    """The parameter or alloc that a view chain starts from."""
-    while isinstance(v, OpResult) and v.op.name == "subview":
-        v = v.op.operands[0]
-    return v
-
-
-def _is_alloc(v: Value) -> bool:
-    return isinstance(v, OpResult) and v.op.name == "alloc"
-
-
-def may_alias(a: Value, b: Value) -> bool:
-    a, b = root(a), root(b)
-    if a is b:
-        return True
-    if _is_alloc(a) or _is_alloc(b):
-        return False
-    return True
-
-
 def reads(op: Operation) -> list[Value]:
     """Buffers whose elements ``op`` itself reads (not counting nested regions)."""
-    if op.name in _NO_READ:
-        return []
-    vals = op.operands
-    if op.name in ("copy", "quantize_into"):
-        vals = op.operands[:1]
-    return [v for v in vals if isinstance(v.type, BufferType)]
+    return [v for v in op.memory_reads() if isinstance(v.type, BufferType)]
 
 
 def writes(op: Operation) -> list[Value]:
     """Buffers ``op`` (or any op nested in it) may write; ``dealloc`` counts as a write."""
     out = []
     for o in op.walk():
-        if o.name == "store":
-            out.append(o.operands[1])
-        elif o.name in ("copy", "quantize_into"):
-            out.append(o.operands[1])
-        elif o.name == "dealloc":
-            out.append(o.operands[0])
+        out.extend(o.memory_writes())
     return out
 
 
@@ -104,13 +66,13 @@ def conflicts(read_bufs, write_bufs) -> bool:
 def may_fail(op: Operation) -> bool:
     """True when ``op`` (or an op nested in it) can stop the kernel with an error."""
     for o in op.walk():
-        if o.name in ("quantize", "quantize_into", "check"):
+        if isinstance(o, (O.QuantizeOp, O.QuantizeIntoOp, O.CheckOp)):
             return True
-        if o.name in ("load", "store", "subview") and not indices_proven(o):
+        if isinstance(o, O.IndexedOp) and not indices_proven(o):
             return True
-        if o.name == "copy" and not _same_shape(o.operands[0].type, o.operands[1].type):
+        if isinstance(o, O.CopyOp) and not _same_shape(o.source.type, o.dest.type):
             return True
-        if o.name == "for" and not _nonzero_const(o.operands[2]):
+        if isinstance(o, O.ForOp) and not _nonzero_const(o.step):
             return True
     return False
 
@@ -126,19 +88,8 @@ def _same_shape(a, b) -> bool:
 
 def indexed(op: Operation):
     """``(shaped value, [(axis, index value)])`` for load/store/subview, else None."""
-    if op.name == "load":
-        return op.operands[0], list(enumerate(op.operands[1:]))
-    if op.name == "store":
-        return op.operands[1], list(enumerate(op.operands[2:]))
-    if op.name == "subview":
-        out, k = [], 1
-        for axis, code in enumerate(op.attrs.get("axes", "")):
-            if code == "i":
-                out.append((axis, op.operands[k]))
-                k += 1
-            elif code == "r":
-                k += 3
-        return op.operands[0], out
+    if isinstance(op, O.IndexedOp):
+        return op.source, op.index_pairs()
     return None
 
 
@@ -146,7 +97,7 @@ def indices_proven(op: Operation) -> bool:
     got = indexed(op)
     if got is None:
         return True
-    if op.name == "subview" and "r" in op.attrs.get("axes", ""):
+    if isinstance(op, O.SubviewOp) and op.has_ranges:
         return False
     src, pairs = got
     return all(in_range(i, src, axis) for axis, i in pairs)
@@ -160,9 +111,9 @@ def in_range(i: Value, shaped: Value, axis: int) -> bool:
         return c >= 0 and isinstance(d, int) and c < d
     if isinstance(i, BlockArgument) and i.index == 0:
         loop = i.block.parent_op
-        if loop is None or loop.name != "for":
+        if not isinstance(loop, O.ForOp):
             return False
-        lb, ub, step = const_value(loop.operands[0]), loop.operands[1], const_value(loop.operands[2])
+        lb, ub, step = const_value(loop.lower), loop.upper, const_value(loop.step)
         if not (isinstance(lb, int) and lb >= 0 and isinstance(step, int) and step >= 1):
             return False
         return bound_le(ub, d)
@@ -177,43 +128,43 @@ def bound_le(ub: Value, d) -> bool:
     op = defining_op(ub)
     if op is None:
         return False
-    if op.name == "dim":
-        src_dim = op.operands[0].type.shape[op.attrs["axis"]]
+    if isinstance(op, O.DimOp):
+        src_dim = op.source.type.shape[op.axis]
         if dims_equal(src_dim, d):
             return True
-        return src_dim is None and _alloc_dim_le(op.operands[0], op.attrs["axis"], d)
-    if op.name == "min" and op.result.type is index:
-        return bound_le(op.operands[0], d) or bound_le(op.operands[1], d)
+        return src_dim is None and _alloc_dim_le(op.source, op.axis, d)
+    if isinstance(op, O.MinOp) and op.result.type is index:
+        return bound_le(op.lhs, d) or bound_le(op.rhs, d)
     return False
 
 
 def _alloc_dim_le(buf: Value, axis: int, d) -> bool:
-    a = op_named(buf, "alloc")
+    a = defined_by(buf, O.AllocOp)
     if a is None:
         return False
     k = sum(1 for x in a.result.type.shape[:axis] if not isinstance(x, int))
-    return bound_le(a.operands[k], d)
+    return bound_le(a.sizes[k], d)
 
 
 # -- loops --------------------------------------------------------------------------
 
-def trip_at_least_one(loop: Operation) -> bool:
-    lb, ub, step = (const_value(v) for v in loop.operands[:3])
+def trip_at_least_one(loop: O.ForOp) -> bool:
+    lb, ub, step = (const_value(v) for v in (loop.lower, loop.upper, loop.step))
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lb, step)):
         return False
     if step < 1:
         return False
     if isinstance(ub, int) and not isinstance(ub, bool):
         return lb < ub
-    op = op_named(loop.operands[1], "dim")
+    op = defined_by(loop.upper, O.DimOp)
     if op is not None:
-        d = op.operands[0].type.shape[op.attrs["axis"]]
+        d = op.source.type.shape[op.axis]
         return isinstance(d, int) and lb < d
     return False
 
 
-def positive_step(loop: Operation) -> bool:
-    s = const_value(loop.operands[2])
+def positive_step(loop: O.ForOp) -> bool:
+    s = const_value(loop.step)
     return isinstance(s, int) and not isinstance(s, bool) and s >= 1
 
 

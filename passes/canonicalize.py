@@ -1,7 +1,7 @@
 """``canonicalize``: constant folding and algebraic identities that are exact.
 
 Folding evaluates an op whose operands are all constants with the scalar-semantics
-table (``ninfer_ir.semantics``), the same rules the interpreter runs. A result that is
+table (``ninfer_ir.numerics.semantics``), the same rules the interpreter runs. A result that is
 a NaN is not folded (a constant prints as ``nan`` and would lose its sign and
 payload bits), and nothing involving ``bf16`` words is folded.
 
@@ -27,16 +27,14 @@ import math
 
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir import ops as O
+from ninfer_ir.numerics import semantics
 from ninfer_ir.builder import Builder
 from ninfer_ir.ir import Operation
 from ninfer_ir.types import ScalarType, ShapedType, bf16, bool_, index
 
 from .analysis import attached, const_value, defining_op
 from .manager import Pass
-
-_BINARY = frozenset(semantics.BINARY)
-_UNARY = frozenset(semantics.UNARY)
 
 
 def _int_scalar_type(t) -> bool:
@@ -62,6 +60,11 @@ def _all_ones(v) -> bool:
         return False
     lo, hi = semantics.int_range(t)
     return c == (-1 if lo < 0 else hi)
+
+
+def _is_unit(v, unit) -> bool:
+    """``v`` is the constant ``unit`` of a ``BinaryOp`` hook (an int, or ``ONES``)."""
+    return _all_ones(v) if unit == O.ONES else _is_const(v, unit)
 
 
 class Canonicalize(Pass):
@@ -98,8 +101,8 @@ class Canonicalize(Pass):
 
     # -- constant folding ------------------------------------------------------
     def _fold(self, op: Operation) -> bool:
-        if op.name == "dim":
-            d = op.operands[0].type.shape[op.attrs["axis"]]
+        if isinstance(op, O.DimOp):
+            d = op.source.type.shape[op.axis]
             if isinstance(d, int):
                 return _replace_with_constant(op, d, index)
             return False
@@ -117,19 +120,18 @@ class Canonicalize(Pass):
                 return False
             vals.append(_constant_array(c, v.type))
         t = op.operands[-1].type
-        name = op.name
-        if name in _BINARY:
-            out = semantics.binary(name, vals[0], vals[1], t)
-        elif name in _UNARY:
-            out = semantics.unary(name, vals[0], t)
-        elif name == "cmp":
-            out = semantics.compare(op.attrs["pred"], vals[0], vals[1], op.operands[0].type)
-        elif name == "select":
-            out = semantics.select(vals[0], vals[1], vals[2], op.operands[1].type)
-        elif name == "cast":
-            out = semantics.cast(vals[0], op.operands[0].type, op.attrs["to"])
-        elif name == "bitcast":
-            out = semantics.bitcast(vals[0], op.operands[0].type, op.attrs["to"]).reshape(())
+        if isinstance(op, O.BinaryOp):
+            out = semantics.binary(op.name, vals[0], vals[1], t)
+        elif isinstance(op, O.UnaryOp):
+            out = semantics.unary(op.name, vals[0], t)
+        elif isinstance(op, O.CmpOp):
+            out = semantics.compare(op.pred, vals[0], vals[1], op.lhs.type)
+        elif isinstance(op, O.SelectOp):
+            out = semantics.select(vals[0], vals[1], vals[2], op.true_value.type)
+        elif isinstance(op, O.BitcastOp):
+            out = semantics.bitcast(vals[0], op.source.type, op.to).reshape(())
+        elif isinstance(op, O.CastOp):
+            out = semantics.cast(vals[0], op.source.type, op.to)
         else:
             return False
         if rt.is_float and bool(np.isnan(out)):
@@ -140,12 +142,9 @@ class Canonicalize(Pass):
 
     # -- identities ---------------------------------------------------------------
     def _identity(self, op: Operation) -> bool:
-        name = op.name
         if len(op.results) != 1 or op.regions:
             return False
         rt = op.result.type
-        ops = op.operands
-        et = _elem_type(op.result)
 
         def use(v):
             if v.type != rt:
@@ -154,107 +153,98 @@ class Canonicalize(Pass):
             op.erase()
             return True
 
-        if name in ("neg", "not"):
-            inner = defining_op(ops[0])
-            if inner is not None and inner.name == name:
-                return use(inner.operands[0])
+        if isinstance(op, O.UnaryOp):
+            inner = defining_op(op.operand)
+            if op.involution and type(inner) is type(op):
+                return use(inner.operand)
             return False
-        if name in ("cast", "bitcast"):
-            if _elem_type(ops[0]) is op.attrs["to"]:
-                return use(ops[0])
-            inner = defining_op(ops[0])
-            if (name == "bitcast" and inner is not None and inner.name == "bitcast"
-                    and _elem_type(inner.operands[0]) is op.attrs["to"]):
-                return use(inner.operands[0])
+        if isinstance(op, O.CastOp):
+            if _elem_type(op.source) is op.to:
+                return use(op.source)
+            inner = defining_op(op.source)
+            if (isinstance(op, O.BitcastOp) and isinstance(inner, O.BitcastOp)
+                    and _elem_type(inner.source) is op.to):
+                return use(inner.source)
             return False
-        if name == "select":
-            c = const_value(ops[0])
+        if isinstance(op, O.SelectOp):
+            c = const_value(op.cond)
             if isinstance(c, bool):
-                return use(ops[1] if c else ops[2])
-            if ops[1] is ops[2]:
-                return use(ops[1])
+                return use(op.true_value if c else op.false_value)
+            if op.true_value is op.false_value:
+                return use(op.true_value)
             return False
-        if name == "cmp":
-            x, y = ops
+        if isinstance(op, O.CmpOp):
+            x, y = op.lhs, op.rhs
             if x is y and isinstance(rt, ScalarType) and _int_scalar_type(x.type):
-                return _replace_with_constant(op, op.attrs["pred"] in ("eq", "le", "ge"), bool_)
+                return _replace_with_constant(op, op.pred in ("eq", "le", "ge"), bool_)
             return False
-        if et is bool_ and len(ops) == 2:
+        if not isinstance(op, O.BinaryOp):
+            return False
+        et = _elem_type(op.result)
+        if et is bool_:
             return self._bool_identity(op, use)
-        if not (isinstance(et, ScalarType) and et.is_int) or len(ops) != 2:
+        if not (isinstance(et, ScalarType) and et.is_int):
             return False
-        x, y = ops
-        scalar = isinstance(rt, ScalarType)
-        if name in ("add", "or", "xor"):
-            if _is_const(y, 0):
+        return self._int_identity(op, use, isinstance(rt, ScalarType))
+
+    def _int_identity(self, op, use, scalar: bool) -> bool:
+        """The identities an integer binary op declares (``BinaryOp`` hooks)."""
+        x, y = op.lhs, op.rhs
+        if op.identity is not None:
+            if _is_unit(y, op.identity):
                 return use(x)
-            if _is_const(x, 0):
+            if op.commutative and _is_unit(x, op.identity):
                 return use(y)
-        if name in ("sub", "shl", "shr") and _is_const(y, 0):
-            return use(x)
-        if name == "mul":
-            if _is_const(y, 1):
-                return use(x)
-            if _is_const(x, 1):
-                return use(y)
-            if scalar and (_is_const(x, 0) or _is_const(y, 0)):
-                return _replace_with_constant(op, 0, rt)
-        if name == "div" and _is_const(y, 1):
-            return use(x)
-        if name == "and":
-            if _all_ones(y):
-                return use(x)
-            if _all_ones(x):
-                return use(y)
-            if scalar and (_is_const(x, 0) or _is_const(y, 0)):
-                return _replace_with_constant(op, 0, rt)
+        if op.absorbing is not None and scalar \
+                and (_is_unit(x, op.absorbing) or _is_unit(y, op.absorbing)):
+            return _replace_with_constant(op, op.absorbing, op.result.type)
         if x is y:
-            if name in ("and", "or", "min", "max"):
+            if op.idempotent:
                 return use(x)
-            if scalar and name in ("sub", "xor"):
-                return _replace_with_constant(op, 0, rt)
+            if scalar and op.self_inverse:
+                return _replace_with_constant(op, 0, op.result.type)
         return False
 
     def _bool_identity(self, op, use) -> bool:
-        x, y = op.operands
-        keep = {"and": True, "or": False, "xor": False}.get(op.name)
-        if keep is None:
+        if op.identity is None:
             return False
+        x, y = op.lhs, op.rhs
+        keep = op.identity == O.ONES      # the identity as a bool: all ones is true
         if const_value(y) is keep:
             return use(x)
-        if const_value(x) is keep:
+        if op.commutative and const_value(x) is keep:
             return use(y)
-        if x is y and op.name in ("and", "or"):
+        if x is y and op.idempotent:
             return use(x)
         return False
 
     # -- structured control flow -------------------------------------------------------
     def _structure(self, op: Operation) -> bool:
-        if op.name == "check" and const_value(op.operands[0]) is True:
+        if isinstance(op, O.CheckOp) and const_value(op.cond) is True:
             op.erase()
             return True
-        if op.name == "if":
-            c = const_value(op.operands[0])
+        if isinstance(op, O.IfOp):
+            c = const_value(op.cond)
             if isinstance(c, bool):
-                _inline_region(op, op.regions[0 if c else 1].block, {})
+                _inline_region(op, op.then_block if c else op.else_block, {})
                 return True
             return False
-        if op.name == "for":
-            lb, ub, step = (const_value(v) for v in op.operands[:3])
+        if isinstance(op, O.ForOp):
+            lb, ub, step = (const_value(v) for v in (op.lower, op.upper, op.step))
             if not all(isinstance(x, int) and not isinstance(x, bool) for x in (lb, ub, step)):
                 return False
             if step == 0:
                 return False
             trips = len(range(lb, ub, step))
-            body = op.regions[0].block
+            body = op.body
             if trips == 0:
-                for r, init in zip(op.results, op.operands[3:]):
+                for r, init in zip(op.results, op.inits):
                     r.replace_all_uses_with(init)
                 op.erase()
                 return True
             if trips == 1:
-                mapping = {body.args[0]: op.operands[0]}
-                mapping.update(zip(body.args[1:], op.operands[3:]))
+                mapping = {body.args[0]: op.lower}
+                mapping.update(zip(body.args[1:], op.inits))
                 _inline_region(op, body, mapping)
                 return True
         return False

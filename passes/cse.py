@@ -11,6 +11,7 @@ same values become one, so the records are prepared once for every consumer. A
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.printer import format_attr
 
 from .analysis import reads, writes
@@ -51,7 +52,7 @@ class CSE(Pass):
             if op.regions:
                 entry_epoch = self.epoch
                 for region in op.regions:
-                    if op.name == "for" and writes(op):
+                    if isinstance(op, O.ForOp) and writes(op):
                         self._bump()
                     else:
                         self.epoch = entry_epoch
@@ -61,8 +62,8 @@ class CSE(Pass):
                 else:
                     self.epoch = entry_epoch
                 continue
-            if op.name == "check":
-                key = ("check", id(op.operands[0]))
+            if isinstance(op, O.CheckOp):
+                key = ("check", id(op.cond))
                 if self._lookup(scopes, key) is not None:
                     op.erase()
                     self.merged += 1

@@ -9,6 +9,8 @@ failing call into a succeeding one.
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
+
 from .analysis import may_fail
 from .manager import Pass
 
@@ -17,14 +19,14 @@ def _removable(op) -> bool:
     if op.terminator or any(r.uses for r in op.results):
         return False
     if op.regions:
-        if op.name not in ("for", "if"):
+        if not isinstance(op, O.RegionOp):
             return False
         return not _inner_effects(op) and not may_fail(op)
     return op.pure and not may_fail(op)
 
 
 def _inner_effects(op) -> bool:
-    return any(o is not op and not o.pure and not o.terminator and o.name not in ("for", "if")
+    return any(o is not op and not o.pure and not o.terminator and not isinstance(o, O.RegionOp)
                for o in op.walk())
 
 

@@ -2,9 +2,10 @@
 expressions, ordered folds and bounds checks."""
 from __future__ import annotations
 
-from ninfer_ir import semantics
+from ninfer_ir import ops as O
+from ninfer_ir.numerics import semantics
 from ninfer_ir.builder import Builder, region_with_block
-from ninfer_ir.ops import copy_size_message
+from ninfer_ir.numerics import domain
 from ninfer_ir.types import ScalarType, ShapedType, index
 
 from .analysis import FUSED, bound_le, const_value, in_range, is_fused
@@ -124,16 +125,17 @@ def nonnegative(i) -> bool:
         return c >= 0
     op = getattr(i, "op", None)
     if op is not None:
-        return op.name == "dim"
+        return isinstance(op, O.DimOp)
     loop = i.block.parent_op
-    if loop is None or loop.name != "for" or i.index != 0:
+    if not isinstance(loop, O.ForOp) or i.index != 0:
         return False
-    lb, step = const_value(loop.operands[0]), const_value(loop.operands[2])
+    lb, step = const_value(loop.lower), const_value(loop.step)
     return isinstance(lb, int) and lb >= 0 and isinstance(step, int) and step >= 1
 
 
 def check_index(b: Builder, dims, op_name: str, shaped, axis: int, i) -> None:
-    """``check(0 <= i < dim)`` unless it provably holds."""
+    """``check(0 <= i < dim)`` unless it provably holds; the message carries ``i`` and
+    ``dim`` as the interpreter's does."""
     if in_range(i, shaped, axis):
         return
     d = dims.value(b, shaped, axis)
@@ -141,10 +143,8 @@ def check_index(b: Builder, dims, op_name: str, shaped, axis: int, i) -> None:
     if not nonnegative(i):
         c0 = b.constant(0, index, name="c0")
         ok = b.value("and", b.value("cmp", i, c0, pred="ge"), ok)
-    size = shaped.type.shape[axis]
-    shown = "?" if size is None else size
-    b.create("check", [ok], {"message": f"'{op_name}': index out of range for axis {axis} "
-                                       f"of size {shown}"}, result_types=[])
+    message = domain.bad_index(op_name, "{0}", axis, "{1}").message
+    b.create("check", [ok, i, d], {"message": message}, result_types=[])
 
 
 def check_range(b: Builder, dims, shaped, axis: int, start, stop, step) -> None:
@@ -163,18 +163,38 @@ def check_range(b: Builder, dims, shaped, axis: int, start, stop, step) -> None:
     ok = conds[0]
     for c in conds[1:]:
         ok = b.value("and", ok, c)
-    shown = "?" if d is None else d
-    b.create("check", [ok], {"message": f"'subview': range out of bounds for axis {axis} "
-                                       f"of size {shown} (needs 0 <= start <= stop <= "
-                                       f"{shown} and step >= 1)"}, result_types=[])
+    message = domain.bad_range("subview", "{0}", "{1}", "{2}", axis, "{3}").message
+    b.create("check", [ok, start, stop, step, dv], {"message": message}, result_types=[])
 
 
-def check_same_dim(b: Builder, dims, a, b_val, axis: int) -> None:
-    da, db = a.type.shape[axis], b_val.type.shape[axis]
-    if da is not None and da == db:
+def check_same_shape(b: Builder, dims, src, dst) -> None:
+    """``check``, axis by axis, that ``src`` and ``dst`` have one shape at run time where
+    their types do not show it; the message carries both shapes, as the interpreter's."""
+    same = [da is not None and da == db for da, db in zip(src.type.shape, dst.type.shape)]
+    if all(same):
         return
-    x, y = dims.value(b, a, axis), dims.value(b, b_val, axis)
-    ok = b.value("cmp", x, y, pred="eq")
-    b.create("check", [ok], {"message": copy_size_message(axis)}, result_types=[])
+    rank = src.type.rank
+    _check_sizes(b, [dims.value(b, src, a) for a in range(rank)],
+                 [dims.value(b, dst, a) for a in range(rank)], same)
 
 
+def check_records(b: Builder, dims, values, dst) -> None:
+    """``check`` that ``quantize(values)`` (``[G, 292]``) fits the records ``dst``, as the
+    interpreter's ``copy`` of the records into ``dst`` does."""
+    g, rec = values.type.shape[0], dst.type.shape[1]
+    same = [g is not None and g == dst.type.shape[0], True]
+    if all(same):
+        return
+    xs = [dims.value(b, values, 0), b.constant(rec, index)]
+    _check_sizes(b, xs, [dims.value(b, dst, 0), dims.value(b, dst, 1)], same)
+
+
+def _check_sizes(b: Builder, xs, ys, same) -> None:
+    rank = len(xs)
+    src = [f"{{{k}}}" for k in range(rank)]
+    dst = [f"{{{rank + k}}}" for k in range(rank)]
+    for axis, known in enumerate(same):
+        if not known:
+            ok = b.value("cmp", xs[axis], ys[axis], pred="eq")
+            b.create("check", [ok, *xs, *ys],
+                     {"message": domain.copy_size_message(src, dst, axis)}, result_types=[])

@@ -25,16 +25,17 @@ number that of the whole quantization.
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.types import TensorType
 
-from .analysis import ELEMENTWISE, FUSED, conflicts, is_fused, reads, writes
+from .analysis import FUSED, conflicts, is_fused, reads, writes
 from .manager import Pass
 
 
 def tensor_level_error(module):
     """The first op that only exists after ``materialize``, else None."""
     for op in module.walk():
-        if op.name in ("alloc", "dealloc", "quantize_into"):
+        if isinstance(op, (O.AllocOp, O.DeallocOp, O.QuantizeIntoOp)):
             return op
     return None
 
@@ -47,35 +48,30 @@ def in_place_ok(op, dst) -> bool:
 
 
 def _candidate(op) -> bool:
-    if op.name not in ELEMENTWISE or len(op.results) != 1 or is_fused(op):
+    if not isinstance(op, O.ElementwiseOp) or len(op.results) != 1 or is_fused(op):
         return False
     t = op.result.type
     return isinstance(t, TensorType) and t.rank >= 1 and len(op.result.uses) == 1
 
 
-def _order_free(op) -> bool:
-    t = op.operands[0].type.dtype
-    if not t.is_float or op.attrs.get("kind") in ("min", "max"):
+def _order_free(op: O.ReduceOp) -> bool:
+    t = op.source.type.dtype
+    if not t.is_float or op.kind in ("min", "max"):
         return True
-    return op.attrs.get("order", "seq") == "seq"
+    return op.order.is_seq
 
 
 def accepts(user, index: int) -> bool:
     """Can ``user`` read operand ``index`` as an expression evaluated per element?"""
-    name = user.name
-    if name in ELEMENTWISE:
+    if isinstance(user, O.ElementwiseOp):
         t = user.results[0].type
         return isinstance(t, TensorType) and t.rank >= 1
-    if name == "load":
+    if isinstance(user, (O.LoadOp, O.CopyOp, O.QuantizeOp)):
         return index == 0
-    if name == "copy":
-        return index == 0
-    if name == "dot":
-        return user.attrs.get("order", "seq") == "seq"
-    if name == "reduce":
+    if isinstance(user, O.DotOp):
+        return user.order.is_seq
+    if isinstance(user, O.ReduceOp):
         return _order_free(user)
-    if name == "quantize":
-        return index == 0
     return False
 
 
@@ -86,7 +82,8 @@ def misplaced_fused_op(module):
     for op in module.walk():
         if not is_fused(op):
             continue
-        if op.name not in ELEMENTWISE or len(op.results) != 1 or len(op.result.uses) != 1:
+        if not isinstance(op, O.ElementwiseOp) or len(op.results) != 1 \
+                or len(op.result.uses) != 1:
             return op
         use = op.result.uses[0]
         user = use.op
@@ -127,7 +124,7 @@ class Fuse(Pass):
             if user.parent is not block or not accepts(user, use.index):
                 continue
             root = root_of.get(user, user)
-            if root.name == "copy" and not in_place_ok(op, root.operands[1]):
+            if isinstance(root, O.CopyOp) and not in_place_ok(op, root.dest):
                 continue
             between = block.ops[pos[op] + 1:pos[root]]
             written = [w for o in between for w in writes(o)]

@@ -2,26 +2,26 @@
 lists every place where a module is not yet what the backends consume."""
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.ir import BlockArgument, FuncOp
 from ninfer_ir.types import ShapedType
 
 from .analysis import FUSED, next_op
 
-_REGISTER_OPS = ("dot", "quantized_dot", "reduce")
-_TENSOR_OPS = ("quantize", "copy")
+_TENSOR_OPS = (O.QuantizeOp, O.CopyOp)
 
 
 def _shaped_ok(v) -> str | None:
     if isinstance(v, BlockArgument):
         return None if isinstance(v.block.parent_op, FuncOp) else "a shaped block argument"
     op = v.op
-    if op.name in ("alloc", "subview", "decode"):   # a decode row is lazy: read, never stored
+    if isinstance(op, (O.AllocOp, O.SubviewOp, O.DecodeOp)):   # a decode row is lazy: read
         return None
-    if op.name in _REGISTER_OPS:
+    if isinstance(op, O.ContractionOp):
         if v.type.rank != 0:
             return f"'{op.name}' gives a tensor of rank {v.type.rank}"
         nxt = next_op(op)
-        if nxt is None or nxt.name != "load" or nxt.operands[0] is not v or len(v.uses) != 1:
+        if not isinstance(nxt, O.LoadOp) or nxt.source is not v or len(v.uses) != 1:
             return f"the rank-0 result of '{op.name}' is not loaded right after it (and only there)"
         return None
     return f"'{op.name}' computes a whole tensor"
@@ -37,11 +37,11 @@ def loop_level_problems(module) -> list[str]:
         for op in func.walk():
             if op is func:
                 continue
-            if op.name in _TENSOR_OPS:
+            if isinstance(op, _TENSOR_OPS):
                 out.append(f"{where}: '{op.name}' is a tensor-level op")
             if FUSED in op.attrs:
                 out.append(f"{where}: '{op.name}' is still marked fused")
-            if op.name in ("dot", "reduce") and any(o.type.rank != 1 for o in op.operands):
+            if isinstance(op, (O.DotOp, O.ReduceOp)) and any(o.type.rank != 1 for o in op.operands):
                 out.append(f"{where}: '{op.name}' does not read 1-D views")
             for r in op.results:
                 if isinstance(r.type, ShapedType):

@@ -30,6 +30,7 @@ raises a ``DomainError`` the contents of its output buffers are unspecified.
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.builder import Builder, region_with_block
 from ninfer_ir.ir import Operation
 
@@ -47,7 +48,7 @@ class LICM(Pass):
     def run(self, module):
         stats = {"hoisted": 0, "guarded": 0}
         for func in module.funcs:
-            loops = [op for op in func.walk() if op.name == "for"]
+            loops = [op for op in func.walk() if isinstance(op, O.ForOp)]
             for loop in reversed(loops):
                 self._loop(loop, stats)
         return stats
@@ -102,14 +103,14 @@ class LICM(Pass):
         target, conds = loop, [loop]
         while True:
             outer = target.parent_op
-            if outer is None or outer.name != "for" or target.parent is not outer.regions[0].block:
+            if not isinstance(outer, O.ForOp) or target.parent is not outer.body:
                 break
             if not all(v in group_vals or defined_outside(v, outer)
                        for op in group for v in op.operands):
                 break
             if any(conflicts(reads(op), writes(outer)) for op in group):
                 break
-            if not all(defined_outside(v, outer) for c in conds for v in c.operands[:2]):
+            if not all(defined_outside(v, outer) for c in conds for v in (c.lower, c.upper)):
                 break
             if not _only_runs(outer, target):
                 break
@@ -134,7 +135,7 @@ def _only_runs(outer: Operation, target: Operation) -> bool:
     for k, v in enumerate(body.ops[-1].operands):
         if v is carried[k]:
             continue
-        if getattr(v, "op", None) is target and target.operands[3 + v.index] is carried[k]:
+        if getattr(v, "op", None) is target and target.inits[v.index] is carried[k]:
             continue
         return False
     return True
@@ -146,7 +147,7 @@ def _guard(loop: Operation, ops: list, conds: list) -> None:
     b = Builder().before(loop)
     cond = None
     for c in conds:
-        nonempty = b.value("cmp", c.operands[0], c.operands[1], pred="lt", name="nonempty")
+        nonempty = b.value("cmp", c.lower, c.upper, pred="lt", name="nonempty")
         cond = nonempty if cond is None else b.value("and", cond, nonempty, name="nonempty")
     then_region, then_block = region_with_block()
     else_region, else_block = region_with_block()
@@ -163,4 +164,4 @@ def _guard(loop: Operation, ops: list, conds: list) -> None:
     for r, g in zip(loop.results, guard.results):
         r.replace_all_uses_with(g)
     Builder().at_end(then_block).create("yield", list(loop.results), result_types=[])
-    Builder().at_end(else_block).create("yield", list(loop.operands[3:]), result_types=[])
+    Builder().at_end(else_block).create("yield", list(loop.inits), result_types=[])

@@ -21,11 +21,13 @@
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.builder import Builder
 from ninfer_ir.types import BufferType, ScalarType, ShapedType, TensorType, f32, index
 
-from .analysis import ELEMENTWISE, attached, is_fused, may_alias, next_op
-from .emit import (Elements, check_index, check_range, check_same_dim, fold_loop, loop_nest)
+from .analysis import attached, is_fused, may_alias, next_op
+from .emit import (Elements, check_index, check_range, check_records, check_same_shape,
+                   fold_loop, loop_nest)
 from .fuse import misplaced_fused_op
 from .levels import loop_level_problems
 from .manager import Pass
@@ -40,12 +42,12 @@ class Lower(Pass):
         if bad is not None:
             raise self.error("an op marked fused is not right before its only consumer", bad)
         for op in module.walk():
-            if op.name in ("for", "if") and any(isinstance(r.type, ShapedType)
+            if isinstance(op, O.RegionOp) and any(isinstance(r.type, ShapedType)
                                                 for r in op.results):
                 raise self.error(f"a tensor carried by '{op.name}' cannot be lowered", op)
             if needs_buffer(op) and not returned(op.result):
                 nxt = next_op(op)
-                if nxt is None or nxt.name != "copy" or nxt.operands[0] is not op.result:
+                if not isinstance(nxt, O.CopyOp) or nxt.source is not op.result:
                     raise self.error("this tensor has no buffer; run 'materialize' before "
                                      "'lower'", op)
 
@@ -60,7 +62,10 @@ class Lower(Pass):
 
 
 #: ops that read a lazy decoded row element by element (see docs/ir.md)
-_LAZY_READERS = ("load", "dot", "reduce", "copy") + tuple(ELEMENTWISE)
+_LAZY_READERS = (O.LoadOp, O.DotOp, O.ReduceOp, O.CopyOp, O.ElementwiseOp)
+
+#: ops whose tensor results become loops (rank >= 1) or scalars (rank 0)
+_COMPUTED = (O.ElementwiseOp, O.ContractionOp, O.QuantizeOp)
 
 
 class _FuncLowering:
@@ -78,7 +83,7 @@ class _FuncLowering:
     def run(self):
         func = self.func
         self._stage_sliced_decodes()
-        user_index_ops = [op for op in func.walk() if op.name in ("load", "store", "subview")]
+        user_index_ops = [op for op in func.walk() if isinstance(op, O.IndexedOp)]
         ret = func.body.terminator
         outs = []
         for k, v in enumerate(ret.operands):
@@ -117,15 +122,16 @@ class _FuncLowering:
         """A decoded row is lazy (read where used); one that is viewed (``w[a:b]``) is
         first copied into a row buffer of its own, freed at the end of its block."""
         for op in list(self.func.walk()):
-            if op.name != "decode" or all(u.op.name in _LAZY_READERS for u in op.result.uses):
+            if not isinstance(op, O.DecodeOp) \
+                    or all(isinstance(u.op, _LAZY_READERS) for u in op.result.uses):
                 continue
             t = op.result.type
             b = Builder().after(op)
-            sizes = [] if isinstance(t.shape[0], int) else [op.operands[2]]
+            sizes = [] if isinstance(t.shape[0], int) else [op.count]
             row = b.create("alloc", sizes, result_types=[BufferType(f32, t.shape)],
                            names=[(op.result.name_hint or "w") + "_row"]).result
             for use in list(op.result.uses):
-                if use.op.name not in _LAZY_READERS:
+                if not isinstance(use.op, _LAZY_READERS):
                     use.op.set_operand(use.index, row)
             b.create("copy", [op.result, row], result_types=[])
             Builder().before(op.parent.terminator).create("dealloc", [row], result_types=[])
@@ -147,8 +153,7 @@ class _FuncLowering:
         self.dead_set.add(op)
 
     def _op(self, op):
-        name = op.name
-        if name in ELEMENTWISE or name in ("reduce", "quantize", "dot", "quantized_dot"):
+        if isinstance(op, _COMPUTED):
             t = op.results[0].type
             if isinstance(t, TensorType) and t.rank >= 1:
                 self._tensor(op)
@@ -156,25 +161,25 @@ class _FuncLowering:
             if isinstance(t, TensorType):
                 self._rank0(op)
                 return
-        if name == "load" and isinstance(op.operands[0].type, TensorType):
-            src = op.operands[0]
+        if isinstance(op, O.LoadOp) and isinstance(op.source.type, TensorType):
+            src = op.source
             if src in self.scalars or _fused_value(src):
                 b = Builder().before(op)
                 if _fused_value(src):
-                    for axis, i in enumerate(op.operands[1:]):
+                    for axis, i in enumerate(op.indices):
                         check_index(b, self.dims, "load", src, axis, i)
-                v = self.el.elem(b, src, list(op.operands[1:]), {})
+                v = self.el.elem(b, src, list(op.indices), {})
                 op.result.replace_all_uses_with(v)
                 self._kill(op)
             return
-        if name == "subview":
-            src = op.operands[0].type
+        if isinstance(op, O.SubviewOp):
+            src = op.source.type
             if isinstance(src, BufferType) and isinstance(op.result.type, TensorType):
                 op.result.type = BufferType(op.result.type.dtype, op.result.type.shape)
             return
-        if name == "copy":
+        if isinstance(op, O.CopyOp):
             b = Builder().before(op)
-            self._copy_into(b, op.operands[0], op.operands[1])
+            self._copy_into(b, op.source, op.dest)
             self._kill(op)
 
     # -- tensors of rank >= 1 ------------------------------------------------------------
@@ -186,7 +191,7 @@ class _FuncLowering:
         dest = self.dest.get(v)
         if dest is None:
             copy = next_op(op)
-            dest = copy.operands[1]
+            dest = copy.dest
             self._kill(copy)
         b = Builder().before(op)
         self._compute_into(b, op, dest)
@@ -194,19 +199,18 @@ class _FuncLowering:
         self._kill(op)
 
     def _compute_into(self, b, op, dest):
-        name = op.name
-        if name == "quantize":
-            check_same_dim(b, self.dims, op.operands[0], dest, 0)
-            if _fused_value(op.operands[0]):
+        if isinstance(op, O.QuantizeOp):
+            check_records(b, self.dims, op.values, dest)
+            if _fused_value(op.values):
                 self._quantize_per_record(b, op, dest)
             else:
-                b.create("quantize_into", [op.operands[0], dest], dict(op.attrs),
+                b.create("quantize_into", [op.values, dest], dict(op.attrs),
                          result_types=[])
             return
         bounds = [self.dims.value(b, dest, a) for a in range(dest.type.rank)]
         inner, ivs = loop_nest(b, bounds)
         self.stats["loops"] += len(bounds)
-        if name == "reduce":
+        if isinstance(op, O.ReduceOp):
             val = self._reduce_elem(inner, op, ivs)
         else:
             val = self.el.expr(inner, op, ivs, {})
@@ -215,7 +219,7 @@ class _FuncLowering:
     def _quantize_per_record(self, b, op, dest):
         """A fused input is computed one record (256 values) at a time into a fixed
         staging row, which is quantized into record g of ``dest`` with base g."""
-        src = op.operands[0]
+        src = op.values
         row = b.create("alloc", [], result_types=[BufferType(f32, (1, 256))],
                        names=["qrow"]).result
         count = self.dims.value(b, dest, 0)
@@ -234,8 +238,8 @@ class _FuncLowering:
         b.create("dealloc", [row], result_types=[])
 
     def _reduce_elem(self, b, op, ivs):
-        src = op.operands[0]
-        kind, t = op.attrs["kind"], src.type.dtype
+        src = op.source
+        kind, t = op.kind, src.type.dtype
         if _fused_value(src):
             k = self.dims.value(b, src, src.type.rank - 1)
             self.stats["loops"] += 1
@@ -251,18 +255,17 @@ class _FuncLowering:
     # -- rank-0 values --------------------------------------------------------------------
     def _rank0(self, op):
         b = Builder().before(op)
-        name = op.name
         v = op.results[0]
         fused_in = any(_fused_value(o) for o in op.operands)
-        if name in ELEMENTWISE:
+        if isinstance(op, O.ElementwiseOp):
             self.scalars[v] = self.el.expr(b, op, [], {})
-        elif name in ("dot", "reduce") and fused_in:
+        elif isinstance(op, (O.DotOp, O.ReduceOp)) and fused_in:
             self.stats["loops"] += 1
             src = op.operands[0]
             k = self.dims.value(b, src, 0)
             t = src.type.dtype
-            if name == "dot":
-                a, c = op.operands
+            if isinstance(op, O.DotOp):
+                a, c = op.lhs, op.rhs
 
                 def prod(bb, i):
                     memo = {}
@@ -272,7 +275,7 @@ class _FuncLowering:
 
                 self.scalars[v] = fold_loop(b, "add", t, k, prod, name=v.name_hint)
             else:
-                self.scalars[v] = fold_loop(b, op.attrs["kind"], t, k,
+                self.scalars[v] = fold_loop(b, op.kind, t, k,
                                             lambda bb, i: self.el.elem(bb, src, [i], {}),
                                             name=v.name_hint)
         else:
@@ -291,8 +294,7 @@ class _FuncLowering:
             val = self.el.elem(b, src, [], {})
             b.create("store", [val, dst], result_types=[])
             return
-        for axis in range(src.type.rank):
-            check_same_dim(b, self.dims, src, dst, axis)
+        check_same_shape(b, self.dims, src, dst)
         from_ = src
         tmp = None
         if isinstance(src.type, BufferType) and may_alias(src, dst):
@@ -317,9 +319,9 @@ class _FuncLowering:
     def _checks(self, op):
         b = Builder().before(op)
         before = len(op.parent.ops)
-        if op.name == "subview":
-            src, k = op.operands[0], 1
-            for axis, code in enumerate(op.attrs["axes"]):
+        if isinstance(op, O.SubviewOp):
+            src, k = op.source, 1
+            for axis, code in enumerate(op.axes()):
                 if code == "i":
                     check_index(b, self.dims, "subview", src, axis, op.operands[k])
                     k += 1
@@ -327,10 +329,8 @@ class _FuncLowering:
                     check_range(b, self.dims, src, axis, *op.operands[k:k + 3])
                     k += 3
         else:
-            src, idx = ((op.operands[0], op.operands[1:]) if op.name == "load"
-                        else (op.operands[1], op.operands[2:]))
-            for axis, i in enumerate(idx):
-                check_index(b, self.dims, op.name, src, axis, i)
+            for axis, i in op.index_pairs():
+                check_index(b, self.dims, op.name, op.source, axis, i)
         if len(op.parent.ops) != before:
             self.stats["checks"] += 1
 

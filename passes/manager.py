@@ -71,6 +71,8 @@ class Report:
     passes: list = field(default_factory=list)
     #: function name -> PeakBytes (filled by the pipeline from the final module)
     peak_local_bytes: dict = field(default_factory=dict)
+    #: per loop, the library kernel ``select`` chose or why none (``passes.select.Remark``)
+    remarks: list = field(default_factory=list)
 
     @property
     def total_seconds(self) -> float:
@@ -85,6 +87,7 @@ class Report:
                         "stats": dict(p.stats)} for p in self.passes],
             "total_seconds": self.total_seconds,
             "peak_local_bytes": {k: str(v) for k, v in self.peak_local_bytes.items()},
+            "remarks": [str(r) for r in self.remarks],
         }
 
 

@@ -25,29 +25,30 @@ The statistics give, per function, the peak invocation-local bytes (``peak.py``)
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.builder import Builder
 from ninfer_ir.types import BufferType, ShapedType, TensorType
 
-from .analysis import (ELEMENTWISE, all_reads, ancestor_in, conflicts, defined_outside,
+from .analysis import (all_reads, ancestor_in, conflicts, defined_outside,
                        is_fused, reads, writes)
 from .fuse import misplaced_fused_op, tensor_level_error
 from .manager import Pass
 from .peak import peak_bytes
 from .shapes import Dims
 
-_COMPUTE = ELEMENTWISE | {"reduce", "quantize"}
+_COMPUTE = (O.ElementwiseOp, O.ReduceOp, O.QuantizeOp)
 
 
 def needs_buffer(op) -> bool:
     """A tensor result of rank >= 1 computed by an op (not a view, not fused)."""
-    if op.name not in _COMPUTE or is_fused(op) or len(op.results) != 1:
+    if not isinstance(op, _COMPUTE) or is_fused(op) or len(op.results) != 1:
         return False
     t = op.result.type
     return isinstance(t, TensorType) and t.rank >= 1
 
 
 def returned(v) -> bool:
-    return any(u.op.name == "return" for u in v.uses)
+    return any(isinstance(u.op, O.ReturnOp) for u in v.uses)
 
 
 def effective_users(v):
@@ -56,9 +57,10 @@ def effective_users(v):
     out = []
     for u in v.uses:
         op = u.op
-        if op.name == "subview" or is_fused(op):
+        view = isinstance(op, O.SubviewOp)
+        if view or is_fused(op):
             out.extend(effective_users(op.results[0]))
-            if op.name == "subview" and not op.results[0].uses:
+            if view and not op.results[0].uses:
                 out.append(op)
         else:
             out.append(op)
@@ -80,7 +82,7 @@ class Materialize(Pass):
         if op is not None:
             raise self.error("an op marked fused is not right before its only consumer", op)
         for op in module.walk():
-            if op.name in ("for", "if") and any(isinstance(r.type, ShapedType)
+            if isinstance(op, O.RegionOp) and any(isinstance(r.type, ShapedType)
                                                 for r in op.results):
                 raise self.error(f"a tensor carried by '{op.name}' is not supported; carry "
                                  f"scalars, or write the tensor into a buffer", op)
@@ -189,13 +191,13 @@ def _copy_in_place(op):
     elementwise op may read the destination itself: element i is read before it is
     written)."""
     uses = op.result.uses
-    if len(uses) != 1 or uses[0].op.name != "copy" or uses[0].index != 0:
+    if len(uses) != 1 or not isinstance(uses[0].op, O.CopyOp) or uses[0].index != 0:
         return None
     copy = uses[0].op
     block = op.parent
     if copy.parent is not block:
         return None
-    dst = copy.operands[1]
+    dst = copy.dest
     ops = block.ops
     k, c = ops.index(op), ops.index(copy)
     owner = getattr(dst, "op", None)
@@ -205,7 +207,7 @@ def _copy_in_place(op):
         if conflicts(all_reads(o) + writes(o), [dst]):
             return None
     chain = _chain_reads(op)
-    if op.name in ELEMENTWISE:
+    if isinstance(op, O.ElementwiseOp):
         chain = [r for r in chain if r is not dst]
     if conflicts(chain, [dst]):
         return None
@@ -226,16 +228,16 @@ def _hoist_allocs(func) -> int:
     while changed:
         changed = False
         for op in list(func.walk()):
-            if op.name != "alloc" or op.parent is None:
+            if not isinstance(op, O.AllocOp) or op.parent is None:
                 continue
             loop = op.parent.parent_op
-            if loop is None or loop.name != "for" or loop.attrs.get("parallel", False):
+            if not isinstance(loop, O.ForOp) or loop.parallel:
                 continue
             body = op.parent
-            deallocs = [u.op for u in op.result.uses if u.op.name == "dealloc"]
+            deallocs = [u.op for u in op.result.uses if isinstance(u.op, O.DeallocOp)]
             if len(deallocs) != 1 or deallocs[0].parent is not body:
                 continue
-            sizes = [_size_op(v, loop) for v in op.operands]
+            sizes = [_size_op(v, loop) for v in op.sizes]
             if any(s is False for s in sizes):
                 continue
             outer = loop.parent
@@ -259,7 +261,7 @@ def _size_op(v, loop):
     if defined_outside(v, loop):
         return None
     op = getattr(v, "op", None)
-    if op is not None and op.name in ("dim", "constant") and op.parent is loop.body \
+    if isinstance(op, (O.DimOp, O.ConstantOp)) and op.parent is loop.body \
             and all(defined_outside(x, loop) for x in op.operands) and len(v.uses) == 1:
         return op
     return False

@@ -17,13 +17,14 @@ as everywhere, buffers are unspecified after a ``DomainError``.
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.ir import BlockArgument, FuncOp
 from ninfer_ir.types import BufferType
 
 from .analysis import may_alias
 from .manager import Pass
 
-_SHARED = ("alloc", "dealloc", "copy", "quantize_into", "return")
+_SHARED = (O.AllocOp, O.DeallocOp, O.CopyOp, O.QuantizeIntoOp, O.ReturnOp)
 
 
 class Parallelize(Pass):
@@ -31,7 +32,7 @@ class Parallelize(Pass):
 
     def check(self, module):
         for op in module.walk():
-            if op.name == "quantize":
+            if isinstance(op, O.QuantizeOp):
                 raise self.error("runs on loop-level IR, after 'lower'", op)
 
     def run(self, module):
@@ -43,7 +44,7 @@ class Parallelize(Pass):
     def _region_ops(self, ops) -> int:
         count = 0
         for op in ops:
-            if op.name == "for" and self._independent(op):
+            if isinstance(op, O.ForOp) and self._independent(op):
                 op.attrs["parallel"] = True
                 count += 1
                 continue            # nested loops stay as they are inside a parallel one
@@ -52,29 +53,29 @@ class Parallelize(Pass):
         return count
 
     def _independent(self, loop) -> bool:
-        if loop.attrs.get("parallel") or loop.results or len(loop.operands) != 3:
+        if loop.parallel or loop.results or loop.inits:
             return False
-        iv = loop.body.args[0]
+        iv = loop.iv
         stores, inner = [], [o for o in loop.walk() if o is not loop]
         for o in inner:
-            if o.name in _SHARED:
+            if isinstance(o, _SHARED):
                 return False
-            if o.name == "store":
+            if isinstance(o, O.StoreOp):
                 stores.append(o)
-            elif not (o.pure or o.name in ("check", "for", "if", "yield")):
+            elif not (o.pure or isinstance(o, (O.CheckOp, O.RegionOp, O.YieldOp))):
                 return False
         if not stores:
             return False
-        target = stores[0].operands[1]
+        target = stores[0].dest
         if not _root_buffer(target):
             return False
-        positions = {tuple(i for i, v in enumerate(s.operands[2:]) if v is iv) for s in stores}
-        if any(s.operands[1] is not target for s in stores) or len(positions) != 1 \
+        positions = {tuple(i for i, v in enumerate(s.indices) if v is iv) for s in stores}
+        if any(s.dest is not target for s in stores) or len(positions) != 1 \
                 or not next(iter(positions)):
             return False
         for o in inner:
-            if o.name == "store":
-                reads = [o.operands[0], *o.operands[2:]]
+            if isinstance(o, O.StoreOp):
+                reads = [o.value, *o.indices]
             else:
                 reads = o.operands
             for v in reads:
@@ -86,4 +87,4 @@ class Parallelize(Pass):
 def _root_buffer(v) -> bool:
     if isinstance(v, BlockArgument):
         return isinstance(v.block.parent_op, FuncOp)
-    return v.op.name == "alloc"
+    return isinstance(v.op, O.AllocOp)

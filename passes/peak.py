@@ -7,6 +7,7 @@ the peak is their ``max(...)``. ``PeakBytes.evaluate(G=4, N=8)`` gives a number.
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.ir import FuncOp
 from ninfer_ir.types import BufferType
 
@@ -111,13 +112,13 @@ def peak_bytes(func: FuncOp) -> PeakBytes:
         return f"{v.name_hint or 'dyn'}?{unknown[0]}"
 
     for op in func.walk():
-        if op.name == "alloc":
+        if isinstance(op, O.AllocOp):
             size = Poly.of_type(op.result.type, _unknown_names(op, name_for))
             sizes[op.result] = size
             live = live + size
             cands = _add_candidate(cands, live)
-        elif op.name == "dealloc":
-            size = sizes.get(op.operands[0])
+        elif isinstance(op, O.DeallocOp):
+            size = sizes.get(op.buffer)
             if size is not None:
                 live = live - size
     return PeakBytes(cands)

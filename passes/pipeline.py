@@ -18,9 +18,10 @@ every stage):
 11. licm          hoist per-row invariants of the loop nests (the guard of a fold)
 12. dce           drop the rest
 13. parallelize   (cuda only) mark loops whose iterations are independent as parallel,
-                  so the row loop of a GEMV written with ``I.range`` fills the grid; the
-                  CPU backend finds its GEMV rows pattern itself and keeps small loops
-                  on one thread
+                  so the row loop of a GEMV written with ``I.range`` fills the grid
+14. select        wrap each loop that a library kernel of the target computes in
+                  ``kernel_call`` (the CPU's GEMV rows kernels), and note for every loop
+                  which kernel it got or why none (``Report.remarks``)
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from .manager import PassManager, Report
 from .materialize import Materialize
 from .parallelize import Parallelize
 from .peak import peak_bytes
+from .select import SelectKernels
 
 PIPELINES = ("cpu", "cuda")
 
@@ -54,6 +56,7 @@ def default_passes(target: str = "cpu") -> list:
               ExpandMath(), Canonicalize(), CSE(), LICM(), DCE()]
     if target == "cuda":
         passes.append(Parallelize())
+    passes.append(SelectKernels("cuda" if target == "cuda" else "cpu"))
     return passes
 
 
@@ -67,8 +70,9 @@ def lower(module, target: str = "cpu", print_after=None, dump_dir=None, print_to
     stage; ``passes``: a pass list instead of ``default_passes(target)``.
 
     Returns the lowered module and a ``Report``: per-pass ``passes`` records (name,
-    seconds, statistics), ``total_seconds`` and ``peak_local_bytes`` (function name ->
-    ``PeakBytes`` of the result). The input module is not changed.
+    seconds, statistics), ``total_seconds``, ``peak_local_bytes`` (function name ->
+    ``PeakBytes`` of the result) and ``remarks`` (the ``select`` pass's ``Remark`` per
+    loop: the library kernel it got, or why none). The input module is not changed.
     """
     if isinstance(module, FuncOp):
         module = Module([module])
@@ -78,5 +82,6 @@ def lower(module, target: str = "cpu", print_after=None, dump_dir=None, print_to
     pm = PassManager(passes if passes is not None else default_passes(target),
                      print_after=print_after, print_to=print_to, dump_dir=dump_dir)
     report = pm.run(work)
+    report.remarks = [r for p in pm.passes if isinstance(p, SelectKernels) for r in p.remarks]
     report.peak_local_bytes = {f.sym_name: peak_bytes(f) for f in work.funcs}
     return work, report

@@ -7,11 +7,10 @@ the ``dim`` of the view, parameter or buffer the value's shape comes from.
 """
 from __future__ import annotations
 
+from ninfer_ir import ops as O
 from ninfer_ir.builder import Builder
 from ninfer_ir.ir import BlockArgument, FuncOp
 from ninfer_ir.types import ShapedType, index
-
-from .analysis import ELEMENTWISE
 
 
 def shape_source(v, axis):
@@ -21,19 +20,19 @@ def shape_source(v, axis):
         if isinstance(v, BlockArgument):
             return v, axis
         op = v.op
-        if op.name in ("subview", "alloc"):
+        if isinstance(op, (O.SubviewOp, O.AllocOp)):
             return v, axis
-        if op.name in ELEMENTWISE:
+        if isinstance(op, O.ElementwiseOp):
             rank = v.type.rank
             nxt = [o for o in op.operands
                    if isinstance(o.type, ShapedType) and o.type.rank == rank]
             if not nxt:
                 return None
             v = nxt[0]
-        elif op.name == "reduce":
-            v = op.operands[0]
-        elif op.name == "quantize" and axis == 0:
-            v = op.operands[0]
+        elif isinstance(op, O.ReduceOp):
+            v = op.source
+        elif isinstance(op, O.QuantizeOp) and axis == 0:
+            v = op.values
         else:
             return v, axis
 
@@ -56,8 +55,8 @@ class Dims:
         self.created = []
         body = func.body
         for op in list(body.ops):
-            if op.name == "dim" and op.operands[0] in func.args:
-                d = op.operands[0].type.shape[op.attrs["axis"]]
+            if isinstance(op, O.DimOp) and op.source in func.args:
+                d = op.source.type.shape[op.axis]
                 if isinstance(d, str) and d not in self.symbols:
                     body.remove(op)
                     body.insert(len(self.symbols), op)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import ninfer_ir as I
-from ninfer_ir.backends.interp.quantops import quantize_q8k, quantized_dot_q4k_q8k
+from ninfer_ir.numerics.quantized import quantize_q8k, quantized_dot_q4k_q8k
 from ninfer_ir.frontend.dsl import Kernel
 from ninfer_ir.types import BufferType
 

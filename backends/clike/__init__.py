@@ -4,7 +4,7 @@
   data (``KERNEL``, ``PRIMS``, ``FN_BIG``, ``WARP_OPS``) and a few hooks (workers, effects, the two
   quantized ops);
 - ``units`` / ``plan``: launch units, frame, arena, control block, call binding;
-- ``scalars``: the scalar semantics of ``ninfer_ir.semantics`` as C helpers;
+- ``scalars``: the scalar semantics of ``ninfer_ir.numerics.semantics`` as C helpers;
 - ``folds``: ordered folds (every ``SumOrder``), trip counts, one-thread quantized ops;
 - ``memory``: views, loads/stores, copies, allocs, ``decode``;
 - ``contractions``: ``dot``, ``reduce``, ``quantized_dot``, ``quantize_into``;

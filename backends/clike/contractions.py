@@ -13,10 +13,8 @@ forms (a target with cooperative forms overrides the emitter's hooks).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ninfer_ir import ops as O
-from ninfer_ir.sumorder import SumOrder
+from ninfer_ir.numerics.folds import fold_identity
 from ninfer_ir.types import ScalarType, f32
 
 from . import folds
@@ -28,19 +26,11 @@ __all__ = ["LOWERINGS", "identity"]
 
 def identity(e, kind: str, t: ScalarType) -> str:
     """The interpreter's value of an empty fold."""
-    from ninfer_ir import semantics
-    if kind == "add":
-        return e.lib.constant(t, 0)
-    if kind == "mul":
-        return e.lib.constant(t, 1)
-    if t.is_float:
-        return e.lib.constant(t, float(np.inf if kind == "min" else -np.inf))
-    lo, hi = semantics.int_range(t)
-    return e.lib.constant(t, hi if kind == "min" else lo)
+    return e.lib.constant(t, fold_identity(kind, t))
 
 
 def _order(op):
-    return folds.order_args(SumOrder.parse(op.attrs.get("order", "seq")))
+    return folds.order_args(op.order)
 
 
 def _ordered(e, t, kind, n, element, order, result):
@@ -79,7 +69,7 @@ def lower_dot(e, op):
 
 
 def lower_reduce(e, op):
-    x = e.value(op.operands[0])
+    x = e.value(op.source)
     if isinstance(x, Reg) or len(x.sizes) != 1:
         raise e.no_lowering(op, " on a view of rank other than 1 (the passes lower "
                                 "multi-axis reductions to loops)")
@@ -112,8 +102,8 @@ def lower_quantized_dot(e, op):
 def quantize_operands(e, op):
     """``(values, dst, base)`` of a ``quantize_into``; ``base`` (C text or None) is the
     record number of the first row (errors name ``base + r``)."""
-    values, dst = e.value(op.operands[0]), e.value(op.operands[1])
-    base = e.value(op.operands[2]) if len(op.operands) == 3 else None
+    values, dst = e.value(op.values), e.value(op.dest)
+    base = e.value(op.base) if op.base is not None else None
     return values, dst, base
 
 

@@ -187,7 +187,7 @@ class CLikeEmitter:
         would not run for an empty inner loop), after which the caller rolls back."""
         trips = []
         for loop in chain:
-            lb, ub, st = (self.value(v) for v in loop.operands[:3])
+            lb, ub, st = (self.value(v) for v in (loop.lower, loop.upper, loop.step))
             self.step_guard(loop, st)
             trips.append(self.fresh("nq_n"))
             self.line(f"const nq_i64 {trips[-1]} = {folds.trip(self.lib)}({lb}, {ub}, {st});")
@@ -205,7 +205,7 @@ class CLikeEmitter:
                 inner = " * ".join(trips[j + 1:])
                 expr = f"{k} / ({inner})" if inner else k
                 self.line(f"const nq_i64 {kj} = {expr}" + (f" % {trips[j]};" if j else ";"))
-            lb, ub, st = (self.value(v) for v in loop.operands[:3])
+            lb, ub, st = (self.value(v) for v in (loop.lower, loop.upper, loop.step))
             iv = self.fresh(loop.body.args[0].name_hint or "i")
             self.line(f"const nq_i64 {iv} = {_iv(lb, kj, st)};")
             self.values[loop.body.args[0]] = iv
@@ -389,29 +389,28 @@ class CLikeEmitter:
         x = [self.value(v) for v in op.operands]
         t = op.operands[-1].type
         name, lib = op.name, self.lib
-        if t is bf16 and name not in ("select", "cast", "bitcast"):
+        if t is bf16 and op.computes:
             raise VerifyError("bf16 values are only cast or bitcast; cast to f32 to compute", op)
-        if name == "select":
+        if isinstance(op, O.SelectOp):
             expr = f"({x[0]} ? {x[1]} : {x[2]})"
-        elif name == "cmp":
-            expr = lib.compare_expr(op.attrs["pred"], t, x[0], x[1])
-        elif name == "cast":
-            expr = lib.cast_expr(t, op.attrs["to"], x[0])
-        elif name == "bitcast":
-            expr = lib.bitcast_expr(t, op.attrs["to"], x[0])
-        elif len(x) == 1:
+        elif isinstance(op, O.CmpOp):
+            expr = lib.compare_expr(op.pred, t, x[0], x[1])
+        elif isinstance(op, O.BitcastOp):
+            expr = lib.bitcast_expr(t, op.to, x[0])
+        elif isinstance(op, O.CastOp):
+            expr = lib.cast_expr(t, op.to, x[0])
+        elif isinstance(op, O.UnaryOp):
             expr = lib.unary_expr(name, t, x[0])
-        elif name in ("and", "or", "xor"):
-            sym = {"and": "&", "or": "|", "xor": "^"}[name]
-            expr = f"({scalars.c_type(t)})({x[0]} {sym} {x[1]})"
+        elif name in _BITWISE:
+            expr = f"({scalars.c_type(t)})({x[0]} {_BITWISE[name]} {x[1]})"
         else:
             expr = f"{lib.binary(name, t)}({x[0]}, {x[1]})"
         return self.let(op.result, expr)
 
     def lower_for(self, op):
-        lb, ub, st = (self.value(v) for v in op.operands[:3])
+        lb, ub, st = (self.value(v) for v in (op.lower, op.upper, op.step))
         carried = []
-        for a, v in zip(op.body.args[1:], op.operands[3:]):
+        for a, v in zip(op.body.args[1:], op.inits):
             name = self.fresh(a.name_hint or "acc")
             self.line(f"{_ctype(a.type)} {name} = {_scalar_of(self, op, self.value(v))};")
             carried.append(name)
@@ -448,7 +447,7 @@ class CLikeEmitter:
 
     def lower_if(self, op):
         names = [self.declare(_ctype(r.type), r) for r in op.results]
-        self.open(f"if ({self.value(op.operands[0])}) {{")
+        self.open(f"if ({self.value(op.cond)}) {{")
         self.assign(op, names, self.block(op.regions[0].block).operands)
         self.close("} else {")
         self.depth += 1
@@ -456,10 +455,16 @@ class CLikeEmitter:
         self.close("}")
         return [_wrap(r.type, n) for r, n in zip(op.results, names)]
 
+    def lower_kernel_call(self, op):
+        """The C-like targets have no library kernels: the loop the call stands for."""
+        self.block(op.regions[0].block)
+
     def lower_check(self, op):
         from ninfer_ir.backends.abi import REASON_CHECK
         cid = self.plan.checks.index(op)
-        self.line(f"if (!{self.value(op.operands[0])}) {self.fail_stmt(str(cid * 8 + REASON_CHECK))}")
+        nums = [self.value(v) for v in op.nums]
+        self.line(f"if (!{self.value(op.cond)}) "
+                  f"{self.fail_stmt(str(cid * 8 + REASON_CHECK), nums)}")
 
 
 def _iv(lb, k, st) -> str:
@@ -482,8 +487,11 @@ def _scalar_of(e, op, x):
     return x.expr if isinstance(x, Reg) else x
 
 
+_BITWISE = {O.AndOp.name: "&", O.OrOp.name: "|", O.XorOp.name: "^"}
+
 RULES = {cls: CLikeEmitter.lower_scalar for cls in SCALAR_OPS}
 RULES.update({O.ConstantOp: CLikeEmitter.lower_constant, O.ForOp: CLikeEmitter.lower_for,
-              O.IfOp: CLikeEmitter.lower_if, O.CheckOp: CLikeEmitter.lower_check})
+              O.IfOp: CLikeEmitter.lower_if, O.CheckOp: CLikeEmitter.lower_check,
+              O.KernelCallOp: CLikeEmitter.lower_kernel_call})
 RULES.update(memory.LOWERINGS)
 RULES.update(contractions.LOWERINGS)

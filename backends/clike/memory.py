@@ -11,14 +11,14 @@ a bound symbol is checked against its run-time size (the interpreter's
 
 ``decode`` gives a lazy f32 row (``Decoded``): element ``k`` is computed where it is
 read (``load``, ``dot``, ``reduce``, ``copy``) by a per-format helper, exactly as
-``backends/interp/decode.py``: the ``b``-bit little-endian word at stream bits
+``ninfer_ir/numerics/decode.py``: the ``b``-bit little-endian word at stream bits
 ``[k*b, (k+1)*b)`` (a byte past the row reads as 0), its signed code, and
 ``binary32(s32 * binary32(q))`` with ``s32`` the group's binary16 scale.
 """
 from __future__ import annotations
 
 from ninfer_ir import ops as O
-from ninfer_ir.ir import BlockArgument
+from ninfer_ir.ir import BlockArgument, FuncOp
 from ninfer_ir.types import ScalarType, ShapedType, index
 
 from .scalars import c_type
@@ -79,11 +79,14 @@ def address(view: View, idx) -> str:
 
 # --- host expressions (sizes the launcher can compute before a launch) ----------------
 
+#: integer ops the launcher evaluates on the host (for sizes)
+_HOST_ARITH = (O.AddOp, O.SubOp, O.MulOp, O.DivOp, O.RemOp, O.MinOp, O.MaxOp)
+
+
 def host_value(v):
     """The host expression of an index/integer scalar, or None."""
     if isinstance(v, BlockArgument):
-        if v.block.parent_op is not None and v.block.parent_op.name == "func" \
-                and v.type is index:
+        if isinstance(v.block.parent_op, FuncOp) and v.type is index:
             return ("arg", v.index)
         return None
     op = v.op
@@ -91,11 +94,10 @@ def host_value(v):
             and op.result.type.is_int:
         return ("const", int(op.attrs["value"]))
     if isinstance(op, O.DimOp):
-        shape = host_shape(op.operands[0])
-        return shape[op.attrs["axis"]] if shape is not None else None
-    if op.name in ("add", "sub", "mul", "div", "rem", "min", "max") \
-            and isinstance(v.type, ScalarType) and v.type.is_int:
-        a, b = (host_value(x) for x in op.operands)
+        shape = host_shape(op.source)
+        return shape[op.axis] if shape is not None else None
+    if isinstance(op, _HOST_ARITH) and isinstance(v.type, ScalarType) and v.type.is_int:
+        a, b = (host_value(x) for x in (op.lhs, op.rhs))
         return None if a is None or b is None else ("bin", op.name, v.type, a, b)
     return None
 
@@ -104,7 +106,7 @@ def host_shape(v):
     """Host expressions of a view's sizes (None where one is not computable)."""
     t = v.type
     if isinstance(v, BlockArgument):
-        if v.block.parent_op is None or v.block.parent_op.name != "func":
+        if not isinstance(v.block.parent_op, FuncOp):
             return None
         return [("const", d) if isinstance(d, int) else ("dim", v.index, axis)
                 for axis, d in enumerate(t.shape)]
@@ -116,7 +118,7 @@ def host_shape(v):
             out.append(("const", d) if isinstance(d, int) else host_value(next(sizes)))
         return out
     if isinstance(op, O.SubviewOp):
-        src = host_shape(op.operands[0])
+        src = host_shape(op.source)
         if src is None:
             return None
         out, k = [], 1
@@ -136,7 +138,7 @@ def host_shape(v):
 # --- lowerings -----------------------------------------------------------------------
 
 def lower_dim(e, op):
-    return e.value(op.operands[0]).sizes[op.attrs["axis"]]
+    return e.value(op.source).sizes[op.axis]
 
 
 def _bounds(e, op, view, idx):
@@ -146,17 +148,17 @@ def _bounds(e, op, view, idx):
 
 
 def lower_load(e, op):
-    src = e.value(op.operands[0])
+    src = e.value(op.source)
     if isinstance(src, Reg):
         return src.expr
-    idx = [e.value(v) for v in op.operands[1:]]
+    idx = [e.value(v) for v in op.indices]
     _bounds(e, op, src, idx)
     return e.let(op.result, element(e, src, idx))
 
 
 def lower_store(e, op):
-    value, dst = e.value(op.operands[0]), e.value(op.operands[1])
-    idx = [e.value(v) for v in op.operands[2:]]
+    value, dst = e.value(op.value), e.value(op.dest)
+    idx = [e.value(v) for v in op.indices]
     _bounds(e, op, dst, idx)
     e.effect(f"{e.lib.store(dst.dtype)}({address(dst, idx)}, {value});")
 
@@ -221,7 +223,7 @@ def _nested(e, sizes, body, name="nq_i"):
 
 
 def lower_copy(e, op):
-    src, dst = e.value(op.operands[0]), e.value(op.operands[1])
+    src, dst = e.value(op.source), e.value(op.dest)
     if isinstance(src, Reg):
         e.effect(f"{e.lib.store(dst.dtype)}({address(dst, [])}, {src.expr});")
         return

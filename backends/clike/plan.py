@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.ir import FuncOp
 from ninfer_ir.types import index

@@ -1,4 +1,4 @@
-"""The scalar semantics of ``ninfer_ir.semantics`` spelled as C helper functions.
+"""The scalar semantics of ``ninfer_ir.numerics.semantics`` spelled as C helper functions.
 
 ``Library`` collects the helpers one emission uses; each is defined once, after the
 helpers it calls, and only if used. The helpers are plain C (no target intrinsics):
@@ -29,7 +29,7 @@ from string import Template
 
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.types import (ScalarType, bf16, bool_, f16, f32, f64, i64, index, u8, u16,
                              u32, u64)
 

@@ -17,9 +17,7 @@ from .plan import AllocSlot, FuncPlan, Unit
 __all__ = ["build", "nest", "externals", "sanitize", "unique", "SCALAR_OPS", "RECOMPUTABLE",
            "RESERVED"]
 
-SCALAR_OPS = (O.AddOp, O.SubOp, O.MulOp, O.DivOp, O.RemOp, O.MinOp, O.MaxOp, O.AndOp, O.OrOp,
-              O.XorOp, O.ShlOp, O.ShrOp, O.NegOp, O.AbsOp, O.NotOp, O.CmpOp, O.SelectOp,
-              O.CastOp, O.BitcastOp)
+SCALAR_OPS = tuple(sorted(O.ELEMENTWISE, key=lambda cls: cls.name))
 #: ops without effects that read no memory: recomputed in every unit that uses them
 RECOMPUTABLE = SCALAR_OPS + (O.ConstantOp, O.DimOp, O.SubviewOp, O.AllocOp, O.DecodeOp)
 
@@ -58,12 +56,12 @@ def build(e, func: FuncOp) -> FuncPlan:
         if unit.kind == "par":
             unit.trip = ("const", 1)
             for loop in nest(unit.op):
-                bounds = [memory.host_value(v) for v in loop.operands[:3]]
+                bounds = [memory.host_value(v) for v in (loop.lower, loop.upper, loop.step)]
                 unit.trip = None if None in bounds or unit.trip is None else \
                     ("bin", "mul", index, unit.trip, ("trip", *bounds))
             unit.stride_word = _layout_word(plan)
         elif unit.kind == "quant":
-            shape = memory.host_shape(unit.op.operands[0])
+            shape = memory.host_shape(unit.op.values)
             unit.trip = shape[0] if shape else None
     for k, unit in enumerate(plan.units):
         for top in unit.ops:
@@ -87,9 +85,9 @@ def nest(op) -> list:
         if not all(isinstance(o, RECOMPUTABLE) and not isinstance(o, O.AllocOp)
                    for o in body[:-1]):
             return chain
-        if any(_defined_in(op, v) for v in inner.operands[:3]):
+        if any(_defined_in(op, v) for v in (inner.lower, inner.upper, inner.step)):
             return chain
-        step = getattr(inner.operands[2], "op", None)
+        step = getattr(inner.step, "op", None)
         if not (isinstance(step, O.ConstantOp) and step.attrs["value"] > 0):
             return chain
         chain.append(inner)

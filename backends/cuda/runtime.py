@@ -245,7 +245,7 @@ def _launch_gemv(cupy, w_dev, xq_dev, y_dev):
 def _raise_status(status_dev):
     word = np.uint64(status_dev.get()[0])
     if word != _STATUS_CLEAR:
-        from ninfer_ir.backends.interp.quantops import domain_error
+        from ninfer_ir.numerics.quantized import domain_error
         raise domain_error(int(word // np.uint64(8)), int(word % np.uint64(8)))
 
 

@@ -1,5 +1,5 @@
-"""The numpy oracle: the IR interpreter, the eager forms of the DSL calls and the
-bit-exact numerics of the quantized ops (``quantops``)."""
+"""The numpy oracle: the IR interpreter and the eager forms of the DSL calls, both on
+the one numerics layer (``ninfer_ir.numerics``)."""
 from .eager import bind_arguments, bitcast, cast, dot, quantize, quantized_dot, reduce
 from .interpreter import RULES, InterpretedKernel, interpret
 

@@ -5,25 +5,20 @@ share with the interpreter, and the checks of numpy arguments against IR types
 ``quantize``, ``quantized_dot``, ``dot``, ``reduce``, ``cast`` and ``bitcast`` check
 their arguments the way the verifier checks the op (same wording, raised as
 ``VerifyError``) and then call exactly the functions the interpreter's rules call:
-``quantops`` for the two quantized ops, ``semantics`` for every scalar rule, and
-``dot_values`` / ``reduce_values`` below for the ordered contractions. A bad run-time
-value (NaN into quantize) raises ``DomainError``. Inputs are only read.
-
-Ordered folds: a float ``add`` over f32 is evaluated by ``SumOrder.evaluate_rows``;
-every other ordered float fold (f16/f64 sums, float products) uses the same
-parenthesization with the op's ``semantics`` rule as the combining step. Integer
-folds and ``min``/``max`` are associative, so their order is immaterial. An empty
-fold gives the identity: ``+0`` for add, ``1`` for mul, ``+inf``/``-inf`` (floats)
-or the type's largest/smallest value (integers) for min/max.
+``numerics.quantized`` for the two quantized ops, ``numerics.semantics`` for every
+scalar rule, ``numerics.folds`` for the ordered contractions and ``numerics.decode``
+for a grouped row. A bad run-time value (NaN into quantize) raises ``DomainError``.
+Inputs are only read.
 """
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir import ops as O
 from ninfer_ir.errors import VerifyError
+from ninfer_ir.numerics import quantized, semantics
+from ninfer_ir.numerics.decode import check_row, decode_row
+from ninfer_ir.numerics.folds import dot_values, reduce_values
 from ninfer_ir.quant import QuantSchema, q4_k, q8_k
 from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import (BufferType, ScalarType, ShapedType, bool_, f32, f64, from_numpy,
@@ -31,103 +26,8 @@ from ninfer_ir.types import (BufferType, ScalarType, ShapedType, bool_, f32, f64
 
 from ninfer_ir.backends.signature import bind_call, out_shape, snapshot_tensors
 
-from . import quantops
-
-__all__ = ["quantize", "quantized_dot", "dot", "reduce", "cast", "bitcast",
-           "sum_order", "dot_values", "reduce_values", "bind_arguments", "REDUCE_KINDS"]
-
-REDUCE_KINDS = ("add", "mul", "min", "max")
-
-
-# --- shared numerics (used by the interpreter's rules) -------------------------
-
-@lru_cache(maxsize=64)
-def _parse_order(text: str) -> SumOrder:
-    return SumOrder.parse(text)
-
-
-def sum_order(order) -> SumOrder:
-    """A ``SumOrder`` from an order attribute (its text) or a ``SumOrder``."""
-    if isinstance(order, SumOrder):
-        return order
-    return _parse_order(order)
-
-
-def _seq_fold(x: np.ndarray, combine) -> np.ndarray:
-    """Left-to-right fold over the last axis (length >= 1)."""
-    acc = x[..., 0]
-    for j in range(1, x.shape[-1]):
-        acc = combine(acc, x[..., j])
-    return np.asarray(acc)
-
-
-def _tree_fold(x: np.ndarray, combine) -> np.ndarray:
-    """Adjacent-pair tree over the last axis of a 2-D array (length >= 1)."""
-    cur = x
-    while cur.shape[1] > 1:
-        width = cur.shape[1]
-        pairs = combine(cur[:, 0:width - 1:2], cur[:, 1:width:2])
-        if width % 2:
-            pairs = np.concatenate([pairs, cur[:, width - 1:]], axis=1)
-        cur = pairs
-    return cur[:, 0]
-
-
-def _ordered_rows(x: np.ndarray, order: SumOrder, combine) -> np.ndarray:
-    """Fold each row of a 2-D ``[n, L]`` array (L >= 1) in the parenthesization ``order``."""
-    if order.chunk is not None:
-        n, length = x.shape
-        k = order.chunk
-        full = length // k
-        parts = []
-        if full:
-            parts.append(_seq_fold(x[:, :full * k].reshape(n, full, k), combine))
-        if length % k:
-            parts.append(_seq_fold(x[:, full * k:], combine)[:, np.newaxis])
-        x = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
-    return _tree_fold(x, combine) if order.tree else _seq_fold(x, combine)
-
-
-def _identity(kind: str, t: ScalarType):
-    if kind == "add":
-        return 0
-    if kind == "mul":
-        return 1
-    if t.is_float:
-        return np.inf if kind == "min" else -np.inf
-    lo, hi = semantics.int_range(t)
-    return hi if kind == "min" else lo
-
-
-def _rows(kind: str, x2d: np.ndarray, t: ScalarType, order: SumOrder) -> np.ndarray:
-    """Reduce each row of a 2-D array of dtype ``t``; returns a 1-D array of ``t``."""
-    n, length = x2d.shape
-    if length == 0:
-        return np.full(n, _identity(kind, t), dtype=t.np_dtype)
-    if kind == "add" and t is f32:
-        return order.evaluate_rows(x2d)
-
-    def combine(a, b):
-        return semantics.binary(kind, a, b, t)
-
-    if t.is_float and kind in ("add", "mul"):
-        return _ordered_rows(x2d, order, combine)
-    return _tree_fold(x2d, combine)       # associative: any order gives the same value
-
-
-def reduce_values(x: np.ndarray, kind: str, t: ScalarType, order) -> np.ndarray:
-    """Reduce the last axis of ``x`` (dtype ``t``) with ``kind`` in ``order``."""
-    lead = x.shape[:-1]
-    x2d = x.reshape(int(np.prod(lead, dtype=np.int64)), x.shape[-1])
-    out = _rows(kind, x2d, t, sum_order(order))
-    return np.array(out, dtype=t.np_dtype).reshape(lead)      # a new array, never a view
-
-
-def dot_values(a: np.ndarray, b: np.ndarray, t: ScalarType, order) -> np.ndarray:
-    """Sum of the rounded products ``a[i]*b[i]`` in ``order``; a rank-0 array of ``t``."""
-    products = semantics.binary("mul", a, b, t)
-    out = _rows("add", products.reshape(1, -1), t, sum_order(order))
-    return np.asarray(out[0], dtype=t.np_dtype).reshape(())
+__all__ = ["quantize", "quantized_dot", "dot", "reduce", "cast", "bitcast", "bind_arguments",
+           "decode", "select", "elementwise_function"]
 
 
 # --- argument checks in the verifier's words -------------------------------------
@@ -162,7 +62,7 @@ def _order(op: str, order) -> SumOrder:
     if not isinstance(order, str):
         raise _fail(op, f"attribute 'order' must be a string, got {_describe(order)}")
     try:
-        return sum_order(order)
+        return SumOrder.coerce(order)
     except ValueError as e:
         raise _fail(op, f"bad summation order: {e}") from None
 
@@ -198,7 +98,7 @@ def _source_dtype(op: str, x: np.ndarray, src) -> ScalarType:
 def quantize(values, format=None) -> np.ndarray:
     """``I.quantize(values, format=I.quant.q8_k)``: f32 ``[G,256]`` -> new u8 ``[G,292]``."""
     _format("quantize", "format", format, q8_k)
-    return quantops.quantize_q8k(values)
+    return quantized.quantize_q8k(values)
 
 
 def quantized_dot(lhs, rhs, lhs_format=None, rhs_format=None, acc_dtype=None,
@@ -209,7 +109,7 @@ def quantized_dot(lhs, rhs, lhs_format=None, rhs_format=None, acc_dtype=None,
     acc = _dtype_attr("quantized_dot", "acc_dtype", acc_dtype)
     if acc is not f32:
         raise _fail("quantized_dot", f"acc_dtype must be f32, got {acc}")
-    return quantops.quantized_dot_q4k_q8k(lhs, rhs, order=_order("quantized_dot", order))
+    return quantized.quantized_dot_q4k_q8k(lhs, rhs, order=_order("quantized_dot", order))
 
 
 def dot(lhs, rhs, order="seq") -> np.ndarray:
@@ -233,8 +133,9 @@ def reduce(x, kind=None, order="seq") -> np.ndarray:
         raise _fail("reduce", "needs rank >= 1")
     if kind is None:
         raise _fail("reduce", "missing attribute 'kind'")
-    if kind not in REDUCE_KINDS:
-        raise _fail("reduce", f"unknown reduction {kind!r}; use one of {', '.join(REDUCE_KINDS)}")
+    if kind not in O.REDUCE_KINDS:
+        raise _fail("reduce", f"unknown reduction {kind!r}; use one of "
+                              f"{', '.join(O.REDUCE_KINDS)}")
     t = _source_dtype("reduce", x, None)
     if t is bool_:
         raise _fail("reduce", "cannot reduce bool values")
@@ -306,7 +207,6 @@ def bind_arguments(func, args, kwargs):
 def decode(packed, scales, format=None, k=None) -> np.ndarray:
     """Eager ``I.decode``: one packed row of a grouped format -> f32[k]."""
     from ninfer_ir.formats import GroupedFormat
-    from .decode import decode_row
     if not isinstance(format, GroupedFormat):
         raise _fail("decode", f"attribute 'format' must be a grouped format "
                               f"(I.formats.get(...)), got {_describe(format)}")
@@ -315,11 +215,9 @@ def decode(packed, scales, format=None, k=None) -> np.ndarray:
     if packed.dtype != np.uint8 or packed.ndim != 1 or scales.dtype != np.float16 \
             or scales.ndim != 1:
         raise _fail("decode", "takes one u8 packed row and one f16 scale row")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1 \
-            or packed.shape[0] != -(-int(k) * format.bits // 8) \
-            or scales.shape[0] != -(-int(k) // format.group):
-        raise _fail("decode", f"{packed.shape[0]} packed bytes and {scales.shape[0]} scales "
-                              f"do not hold one {format.name} row of {k!r} elements")
+    problem = check_row(packed, scales, format, k)
+    if problem:
+        raise _fail("decode", problem)
     return decode_row(packed, scales, format, int(k))
 
 
@@ -333,14 +231,24 @@ def _numeric(op, *xs):
     return arrs, t
 
 
-def elementwise(name, a, b) -> np.ndarray:
-    (a, b), t = _numeric(name, a, b)
-    return semantics.binary(name, a, b, t)
-
-
-def absolute(x) -> np.ndarray:
-    (x,), t = _numeric("abs", x)
-    return semantics.unary("abs", x, t)
+def elementwise_function(cls):
+    """The eager ``I.<cls.dsl_call>`` of a unary or binary op class: its ``semantics``
+    rule on numpy arrays of one dtype."""
+    name = cls.name
+    if issubclass(cls, O.UnaryOp):
+        def call(x):
+            (x,), t = _numeric(name, x)
+            return semantics.unary(name, x, t)
+    elif issubclass(cls, O.BinaryOp):
+        def call(a, b):
+            (a, b), t = _numeric(name, a, b)
+            return semantics.binary(name, a, b, t)
+    else:
+        raise TypeError(f"no eager form for the op class {cls.__name__}")
+    call.__name__ = call.__qualname__ = cls.dsl_call
+    call.__doc__ = f"Eager ``I.{cls.dsl_call}``: the ``{name}`` op on numpy arrays " \
+                   f"({(cls.__doc__ or '').strip() or name})."
+    return call
 
 
 def select(c, a, b) -> np.ndarray:
@@ -351,7 +259,7 @@ def select(c, a, b) -> np.ndarray:
 def math(fn, x) -> np.ndarray:
     """``fn`` (a ``mathlib`` function) of an f32 or f16 array or scalar, elementwise."""
     from ninfer_ir.mathlib import evaluate
-    from ninfer_ir.ops_math import MathOp
+    from ninfer_ir.ops import MathOp
     (x,), t = _numeric(fn, x)
     if t not in MathOp.dtypes:
         raise _fail(fn, f"takes f32 or f16 values, got {x.dtype}")

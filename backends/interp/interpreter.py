@@ -6,8 +6,10 @@ loop-level IR).
 ``rule(run, step, vals)``; an op without one is refused before anything runs. A call
 verifies the function, checks the arguments (``eager.bind_arguments``), numbers every SSA
 value into one flat frame and runs the body. What an op computes comes from
-``ninfer_ir.semantics`` (scalar rules), ``quantops`` (quantize, quantized_dot) and
-``eager.dot_values`` / ``eager.reduce_values`` (ordered contractions) only.
+``ninfer_ir.numerics`` only: ``semantics`` (scalar rules), ``folds`` (ordered
+contractions), ``quantized`` (quantize, quantized_dot) and ``decode``. The rules of
+the elementwise families are derived from the op classes (every ``UnaryOp`` runs
+``_unary``, ...).
 
 Values: a scalar is a 0-d numpy array of the exact dtype (``index`` is int64, ``bf16``
 its uint16 word); a tensor is a numpy array; a buffer is a writable numpy array. A
@@ -46,15 +48,15 @@ from types import MappingProxyType
 import numpy as np
 
 from ninfer_ir import ops as O
-from ninfer_ir import semantics
 from ninfer_ir.errors import DomainError, VerifyError
 from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import ScalarType, ShapedType, bf16, f64, i64, u64
+from ninfer_ir.numerics import domain, quantized, semantics
+from ninfer_ir.numerics.decode import check_row, decode_row
+from ninfer_ir.numerics.folds import dot_values, reduce_values
 from ninfer_ir.verifier import verify_func
 
-from . import quantops
-from .decode import decode_row
-from .eager import bind_arguments, dot_values, reduce_values, sum_order
+from .eager import bind_arguments
 
 __all__ = ["interpret", "InterpretedKernel", "bind_arguments", "RULES"]
 
@@ -165,8 +167,7 @@ def _check_results(step, env):
                     ok = False
                     break
         if not ok:
-            raise VerifyError(f"a result is {got.dtype}[{','.join(map(str, shape))}] at run "
-                              f"time, which contradicts its declared type {t}", step.op)
+            raise domain.result_type(got.dtype, shape, t, step.op)
 
 
 def _results(step, values):
@@ -180,7 +181,7 @@ def _results(step, values):
 
 def _prep_constant(op):
     t = op.result.type
-    v = op.attrs["value"]
+    v = op.value
     if t.is_float and isinstance(v, int):
         src = i64 if -(1 << 63) <= v < (1 << 63) else u64
         return semantics.cast(np.asarray(v, dtype=src.np_dtype), src, t)
@@ -194,18 +195,14 @@ def _constant(run, step, vals):
 
 
 def _dim(run, step, vals):
-    return np.asarray(vals[0].shape[step.op.attrs["axis"]], dtype=_INDEX)
-
-
-def _bad_index(op, i, axis, n):
-    return DomainError(f"'{op.name}': index {i} is out of range for axis {axis} of size {n}")
+    return np.asarray(vals[0].shape[step.op.axis], dtype=_INDEX)
 
 
 def _indices(op, arr, raw):
     idx = tuple(int(v) for v in raw)
     for axis, (i, n) in enumerate(zip(idx, arr.shape)):
         if not 0 <= i < n:
-            raise _bad_index(op, i, axis, n)
+            raise domain.bad_index(op.name, i, axis, n)
     return idx
 
 
@@ -214,21 +211,19 @@ def _subview(run, step, vals):
     src = vals[0]
     key = []
     k = 1
-    for axis, code in enumerate(op.attrs["axes"]):
+    for axis, code in enumerate(op.axes()):
         n = src.shape[axis]
         if code == "i":
             i = int(vals[k])
             k += 1
             if not 0 <= i < n:
-                raise _bad_index(op, i, axis, n)
+                raise domain.bad_index(op.name, i, axis, n)
             key.append(i)
         elif code == "r":
             start, stop, stride = int(vals[k]), int(vals[k + 1]), int(vals[k + 2])
             k += 3
             if stride < 1 or not 0 <= start <= stop <= n:
-                raise DomainError(f"'{op.name}': range ({start}, {stop}, {stride}) is out of "
-                                  f"bounds for axis {axis} of size {n} (needs 0 <= start <= "
-                                  f"stop <= {n} and step >= 1)")
+                raise domain.bad_range(op.name, start, stop, stride, axis, n)
             key.append(slice(start, stop, stride))
         else:
             key.append(slice(None))
@@ -258,8 +253,7 @@ def _same_shape(op, *arrays):
 def _copy(run, step, vals):
     src, dst = vals
     if src.shape != dst.shape:
-        axis = next((a for a, (m, n) in enumerate(zip(src.shape, dst.shape)) if m != n), 0)
-        raise DomainError(O.copy_size_message(axis))
+        raise domain.copy_shapes(src.shape, dst.shape)
     if np.may_share_memory(dst, src):
         src = src.copy()             # value semantics: read every element before any write
     np.copyto(dst, src)
@@ -273,7 +267,7 @@ def _alloc(run, step, vals):
         if not isinstance(d, int):
             d = int(next(sizes))
             if d < 0:
-                raise DomainError(f"'alloc': negative size {d} for {t}")
+                raise domain.negative_alloc(d, t)
         shape.append(d)
     return np.zeros(shape, dtype=t.dtype.np_dtype)
 
@@ -291,16 +285,20 @@ def _dtype(v):
 
 def _prep_dtype(op):
     t = _dtype(op.operands[-1])
-    if t is bf16 and op.name not in ("select", "cast", "bitcast"):
+    if t is bf16 and getattr(op, "computes", True):      # reduce and dot compute too
         raise VerifyError("bf16 values are only cast or bitcast; cast to f32 to compute", op)
     return t
 
 
-def _binary(run, step, vals):
+def _pair(step, vals):
     a, b = vals
     if a.ndim and b.ndim and a.shape != b.shape:
         _same_shape(step.op, a, b)
-    return semantics.binary(step.op.name, a, b, step.data)
+    return a, b
+
+
+def _binary(run, step, vals):
+    return semantics.binary(step.op.name, *_pair(step, vals), step.data)
 
 
 def _unary(run, step, vals):
@@ -310,10 +308,7 @@ def _unary(run, step, vals):
 
 
 def _cmp(run, step, vals):
-    a, b = vals
-    if a.ndim and b.ndim and a.shape != b.shape:
-        _same_shape(step.op, a, b)
-    return semantics.compare(step.op.attrs["pred"], a, b, step.data)
+    return semantics.compare(step.op.pred, *_pair(step, vals), step.data)
 
 
 def _select(run, step, vals):
@@ -324,12 +319,12 @@ def _select(run, step, vals):
 
 
 def _cast(run, step, vals):
-    return semantics.cast(vals[0], step.data, step.op.attrs["to"])
+    return semantics.cast(vals[0], step.data, step.op.to)
 
 
 def _bitcast(run, step, vals):
     x = vals[0]
-    return semantics.bitcast(x, step.data, step.op.attrs["to"]).reshape(x.shape)
+    return semantics.bitcast(x, step.data, step.op.to).reshape(x.shape)
 
 
 def _math(run, step, vals):
@@ -340,38 +335,43 @@ def _math(run, step, vals):
 # --- rules: reductions and the quantized ops -----------------------------------------
 
 def _reduce(run, step, vals):
-    op = step.op
-    return reduce_values(vals[0], op.attrs["kind"], step.data, op.attrs.get("order", "seq"))
+    t, order = step.data
+    return reduce_values(vals[0], step.op.kind, t, order)
 
 
 def _dot(run, step, vals):
     a, b = vals
     if a.shape != b.shape:
-        raise DomainError(f"'dot': vector lengths {a.shape[0]} and {b.shape[0]} differ")
-    return dot_values(a, b, step.data, step.op.attrs.get("order", "seq"))
+        raise domain.dot_lengths(a.shape[0], b.shape[0])
+    t, order = step.data
+    return dot_values(a, b, t, order)
 
 
 def _prep_order(op):
-    return sum_order(op.attrs.get("order", "seq"))
+    return op.order
+
+
+def _prep_fold(op):
+    return _prep_dtype(op), op.order
 
 
 def _records_match(op, a, b, what):
     if a.shape[0] != b.shape[0]:
-        raise DomainError(f"'{op.name}': {what} hold {a.shape[0]} and {b.shape[0]} records")
+        raise domain.record_counts(op.name, what, a.shape[0], b.shape[0])
 
 
 def _quantize(run, step, vals):
-    return quantops.quantize_q8k(vals[0])
+    return quantized.quantize_q8k(vals[0])
 
 
 def _quantize_into(run, step, vals):
     values, dst = vals[0], vals[1]
     _records_match(step.op, values, dst, "values and destination")
     try:
-        records = quantops.quantize_q8k(values)
+        records = quantized.quantize_q8k(values)
     except DomainError as e:
         if len(vals) == 3 and e.record is not None:
-            raise quantops.domain_error(int(vals[2]) + e.record, e.reason) from None
+            raise quantized.domain_error(int(vals[2]) + e.record, e.reason) from None
         raise
     dst[...] = records
 
@@ -379,22 +379,22 @@ def _quantize_into(run, step, vals):
 def _quantized_dot(run, step, vals):
     lhs, rhs = vals
     _records_match(step.op, lhs, rhs, "lhs and rhs")
-    return quantops.quantized_dot_q4k_q8k(lhs, rhs, order=step.data)
+    return quantized.quantized_dot_q4k_q8k(lhs, rhs, order=step.data)
 
 
 def _decode(run, step, vals):
     packed, scales, k = vals
-    fmt = step.op.attrs["format"]
+    fmt = step.op.format
     k = int(k)
-    if k < 1 or packed.shape[0] != -(-k * fmt.bits // 8) or scales.shape[0] != -(-k // fmt.group):
-        raise DomainError(f"'decode': {packed.shape[0]} packed bytes and {scales.shape[0]} "
-                          f"scales do not hold one {fmt.name} row of {k} elements")
+    problem = check_row(packed, scales, fmt, k)
+    if problem:
+        raise domain.decode_row(problem)
     return decode_row(packed, scales, fmt, k)
 
 
 def _check(run, step, vals):
     if not bool(vals[0]):
-        raise DomainError(step.op.attrs["message"])
+        raise DomainError(step.op.format([int(v) for v in vals[1:]]))
 
 
 # --- rules: structured control flow ---------------------------------------------------
@@ -402,7 +402,7 @@ def _check(run, step, vals):
 def _for(run, step, vals):
     lb, ub, stride = int(vals[0]), int(vals[1]), int(vals[2])
     if stride == 0:
-        raise DomainError("'for': step is 0")
+        raise domain.zero_step()
     carried = vals[3:]
     body = step.blocks[0]
     block = run.block
@@ -416,31 +416,33 @@ def _if(run, step, vals):
     return _results(step, run.block(branch, ()))
 
 
+def _kernel_call(run, step, vals):
+    """A library kernel's call means its region: the loop it stands for."""
+    run.block(step.blocks[0], ())
+
+
 def _terminator(run, step, vals):
     return vals
 
 
-#: op class -> rule; every op of ``OPS`` except ``func`` has one.
-RULES = MappingProxyType({
+_RULES = {cls: _binary for cls in O.BINARY}
+_RULES.update({cls: _unary for cls in O.UNARY})
+_RULES.update({
     O.ConstantOp: _constant, O.DimOp: _dim, O.SubviewOp: _subview, O.LoadOp: _load,
-    O.StoreOp: _store, O.CopyOp: _copy,
-    O.AddOp: _binary, O.SubOp: _binary, O.MulOp: _binary, O.DivOp: _binary,
-    O.RemOp: _binary, O.MinOp: _binary, O.MaxOp: _binary, O.AndOp: _binary,
-    O.OrOp: _binary, O.XorOp: _binary, O.ShlOp: _binary, O.ShrOp: _binary,
-    O.NegOp: _unary, O.AbsOp: _unary, O.NotOp: _unary, O.CmpOp: _cmp,
+    O.StoreOp: _store, O.CopyOp: _copy, O.CmpOp: _cmp,
     O.SelectOp: _select, O.CastOp: _cast, O.BitcastOp: _bitcast,
     O.ReduceOp: _reduce, O.DotOp: _dot, O.QuantizeOp: _quantize,
     O.QuantizedDotOp: _quantized_dot, O.QuantizeIntoOp: _quantize_into,
     O.ForOp: _for, O.IfOp: _if, O.YieldOp: _terminator, O.ReturnOp: _terminator,
     O.AllocOp: _alloc, O.DeallocOp: _dealloc, O.CheckOp: _check, O.DecodeOp: _decode,
-    O.MathOp: _math,
+    O.KernelCallOp: _kernel_call, O.MathOp: _math,
 })
+#: op class -> rule; every op of ``OPS`` except ``func`` has one.
+RULES = MappingProxyType(_RULES)
 
-_ELEMENTWISE = {O.AddOp, O.SubOp, O.MulOp, O.DivOp, O.RemOp, O.MinOp, O.MaxOp, O.AndOp,
-                O.OrOp, O.XorOp, O.ShlOp, O.ShrOp, O.NegOp, O.AbsOp, O.NotOp, O.CmpOp,
-                O.SelectOp, O.CastOp, O.BitcastOp, O.ReduceOp, O.DotOp, O.MathOp}
-_PREPARE = {cls: _prep_dtype for cls in _ELEMENTWISE}
-_PREPARE.update({O.ConstantOp: _prep_constant, O.QuantizedDotOp: _prep_order})
+_PREPARE = {cls: _prep_dtype for cls in O.ELEMENTWISE}
+_PREPARE.update({O.ReduceOp: _prep_fold, O.DotOp: _prep_fold, O.ConstantOp: _prep_constant,
+                 O.QuantizedDotOp: _prep_order})
 
 
 # --- entry point --------------------------------------------------------------------

@@ -1,12 +1,14 @@
 """The ``ninfer`` command line (also ``python -m ninfer_ir``).
 
     ninfer run  FILE.py[:kernel] [--target cpu|cuda|interp] [--dim N=4096 ...] [--seed S]
-    ninfer ir   FILE.py[:kernel] [--print-after all|NAMES] [--lowered] [--target cpu|cuda]
+    ninfer ir   FILE.py[:kernel] [--print-after all|NAMES] [--lowered] [--remarks]
+                [--target cpu|cuda]
     ninfer emit FILE.py[:kernel] --kind llvm|asm|cuda|ptx [-o OUT]
     ninfer bench [--quick] [--plot out.png] [--no-scripts]
     ninfer bench FILE.py[:kernel] [--baseline NAME] [--target cpu|cuda] [--dim N=64 ...]
     ninfer bisect FILE.py[:kernel] [--target cpu|cuda] [--dim N=64 ...] [--seed S]
     ninfer gguf FILE.gguf [--tensor NAME] [--rows R] [--target cpu|interp]
+    ninfer cache info|clear [--dir DIR]
 
 Exit codes: 0 success; 1 a check failed (results differ from the interpreter, a
 ``DomainError``, a kernel the DSL refuses); 2 usage error (bad option, missing
@@ -99,8 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     _kernel_arg(ir)
     ir.add_argument("--print-after", metavar="all|NAMES",
                     help="'all' or comma-separated pass names (canonicalize, cse, licm, dce, "
-                         "fuse, materialize, lower)")
+                         "fuse, materialize, lower, parallelize, select)")
     ir.add_argument("--lowered", action="store_true", help="print the lowered (loop-level) IR")
+    ir.add_argument("--remarks", action="store_true",
+                    help="say for every loop which library kernel it runs as, or why none "
+                         "(lines '// remark: ...' after any IR printed)")
     ir.add_argument("--target", default="cpu", choices=list(EMIT_TARGETS),
                     help="the pipeline's target")
     ir.add_argument("--dump-dir", metavar="DIR", help="write every stage as DIR/NN-pass.nir")
@@ -180,6 +185,18 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the compiled target compared with the interpreter")
     gguf.add_argument("--seed", type=NATURAL, default=0, help="random seed of x")
     gguf.set_defaults(handler="gguf:cmd_gguf")
+
+    cache = sub.add_parser("cache", parents=common, epilog=EPILOG,
+                           help="show or empty the CPU object cache",
+                           description="'info' prints the cache directory, whether it is "
+                                       "used, its entries, size and limit; 'clear' removes "
+                                       "every entry. The directory is --dir, else "
+                                       "$NINFER_CACHE_DIR, else $XDG_CACHE_HOME/ninfer_ir/llvm "
+                                       "(~/.cache/ninfer_ir/llvm); the limit is "
+                                       "$NINFER_CACHE_MAX_BYTES (default 512 MiB).")
+    cache.add_argument("action", choices=["info", "clear"])
+    cache.add_argument("--dir", metavar="DIR", help="the cache directory")
+    cache.set_defaults(handler="cache:cmd_cache")
     return parser
 
 
@@ -192,9 +209,12 @@ def _dispatch(args) -> int:
 
 def _report(e: BaseException, debug: bool) -> int:
     from ninfer_ir.errors import DomainError, DSLError, NinferError, TargetUnavailable
+    from ninfer_ir.errors import OptionError
 
     if isinstance(e, CliError):
         code, line = e.code, str(e)
+    elif isinstance(e, OptionError):
+        code, line = EXIT_USAGE, str(e)
     elif isinstance(e, TargetUnavailable):
         code, line = EXIT_UNAVAILABLE, f"target unavailable: {e}"
     elif isinstance(e, DSLError):

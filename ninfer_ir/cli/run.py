@@ -99,17 +99,20 @@ def cmd_ir(args) -> int:
             if unknown:
                 raise usage(f"--print-after: unknown pass {', '.join(unknown)}; the pipeline "
                             f"runs {', '.join(dict.fromkeys(known))}")
-    if not print_after and not args.lowered and not args.dump_dir:
+    if not print_after and not args.lowered and not args.dump_dir and not args.remarks:
         _write(str(kernel.ir))
         return EXIT_OK
     try:
-        lowered = I.lower(kernel, args.target, print_after=print_after, dump_dir=args.dump_dir)
+        lowered, report = I.lower(kernel, args.target, print_after=print_after,
+                                  dump_dir=args.dump_dir, report=True)
     except OSError as e:                  # only the stage files are written here
         raise CliError(f"--dump-dir {args.dump_dir}: cannot write the stages: "
                        f"{e.strerror or e}") from None
     sys.stdout.flush()
     if args.lowered:
         _write(str(lowered))
+    if args.remarks:
+        _write("".join(f"// remark: {r}\n" for r in report.remarks) or "// remark: no loops")
     if args.dump_dir:
         print(f"stages written to {args.dump_dir}", file=sys.stderr)
     return EXIT_OK

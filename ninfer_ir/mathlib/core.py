@@ -2,7 +2,7 @@
 some *context*, with the ordinary ops of the IR as Python operators and methods.
 
 A context decides what an op *is*: ``NumpyContext`` evaluates it at once with the
-scalar rules of ``ninfer_ir.semantics`` (what the interpreter runs for every op), and
+scalar rules of ``ninfer_ir.numerics.semantics`` (what the interpreter runs for every op), and
 ``IRContext`` emits it with a ``Builder`` (what the ``expand_math`` pass does). An
 algorithm written once against ``Val`` therefore gives, by construction, the same bits
 in the interpreter and in every backend that computes the ordinary ops exactly.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.types import ScalarType, bool_, f32, f64, i32, i64, u32, u64
 
 
@@ -91,7 +91,7 @@ def bits_const(c, word: int, t: ScalarType) -> Val:
 
 
 class NumpyContext:
-    """Evaluates every op at once on numpy arrays with ``ninfer_ir.semantics``."""
+    """Evaluates every op at once on numpy arrays with ``ninfer_ir.numerics.semantics``."""
 
     def const(self, value, t):
         if t.is_float and isinstance(value, int):

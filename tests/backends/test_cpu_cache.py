@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm import jit as jit_module
-from ninfer_ir.backends.llvm.launcher import CompiledKernel
+from ninfer_ir.backends.llvm.runtime import jit as jit_module
+from ninfer_ir.backends.llvm.runtime import objcache
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
 from tests.kernels import KERNELS, assert_same_bits
 
 GEMV = KERNELS["q4k_gemv"]
@@ -25,13 +26,13 @@ GEMV = KERNELS["q4k_gemv"]
 def optimizer_calls(monkeypatch):
     """How many times LLVM's optimisation pipeline ran (once per module built)."""
     calls = []
-    original = jit_module._optimized_module
+    original = jit_module._compile_object
 
     def counting(*args, **kwargs):
         calls.append(1)
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(jit_module, "_optimized_module", counting)
+    monkeypatch.setattr(jit_module, "_compile_object", counting)
     return calls
 
 
@@ -40,6 +41,8 @@ def default_cache_elsewhere(monkeypatch, tmp_path):
     """Point the default cache at an empty folder of this test, to see what lands there."""
     home = tmp_path / "xdg"
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    monkeypatch.delenv("NINFER_CACHE_DIR", raising=False)
+    monkeypatch.delenv("NINFER_CACHE_MAX_BYTES", raising=False)
     return home / "ninfer_ir" / "llvm"
 
 
@@ -102,7 +105,7 @@ def _wrong_version(blob: bytes) -> bytes:
 DAMAGE = {
     "payload byte flipped": _flip_payload_byte,
     "truncated": lambda blob: blob[:len(blob) // 2],
-    "header only": lambda blob: blob[:jit_module._HEADER.size],
+    "header only": lambda blob: blob[:objcache._HEADER.size],
     "empty": lambda blob: b"",
     "bad magic": lambda blob: b"X" + blob[1:],
     "wrong format version": _wrong_version,
@@ -113,18 +116,27 @@ DAMAGE = {
 
 @pytest.fixture(scope="module")
 def gemv_entry(tmp_path_factory):
-    """(file name, bytes) of the GEMV's intact cache entry, built once."""
+    """(file name, bytes, the directory's secret key) of the GEMV's intact cache entry,
+    built once."""
     cache = tmp_path_factory.mktemp("gemv-entry")
     I.compile(GEMV.kernel, target="cpu", cache_dir=cache)
     (entry,) = entries(cache)
-    return entry.name, entry.read_bytes()
+    return entry.name, entry.read_bytes(), (cache / objcache.KEY_FILE).read_bytes()
+
+
+def with_key(cache, key):
+    """``cache`` created 0700 holding the secret ``key`` (0600), as the cache makes them."""
+    cache.mkdir(mode=0o700)
+    path = cache / objcache.KEY_FILE
+    path.write_bytes(key)
+    path.chmod(0o600)
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
 def test_a_damaged_entry_is_rebuilt(tmp_path, optimizer_calls, gemv_entry, damage):
     cache = tmp_path / "cache"
-    cache.mkdir()
-    name, good = gemv_entry
+    name, good, key = gemv_entry
+    with_key(cache, key)
     entry = cache / name
     entry.write_bytes(good)
     assert I.compile(GEMV.kernel, target="cpu", cache_dir=cache).jit.cache_hit
@@ -198,5 +210,5 @@ def test_no_partial_entry_is_left_behind(tmp_path):
     cache = tmp_path / "cache"
     I.compile(GEMV.kernel, target="cpu", cache_dir=cache)
     I.compile(KERNELS["q4k_gemm"].kernel, target="cpu", cache_dir=cache)
-    names = sorted(p.name for p in cache.iterdir())
+    names = sorted(p.name for p in cache.iterdir() if p.name != objcache.KEY_FILE)
     assert len(names) == 2 and all(n.endswith(".o") and not n.startswith(".tmp") for n in names)

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import ninfer_ir as I
-from ninfer_ir.backends.interp.quantops import quantize_q8k
+from ninfer_ir.numerics.quantized import quantize_q8k
 from ninfer_ir.testing import assert_same_bits as same_bits   # NaN meets any NaN
 from ninfer_ir.types import BufferType
 from tests.conformance import scalar_model as model

@@ -37,7 +37,7 @@ from ninfer_ir.backends.cuda.launcher import CudaKernel, compile_module  # noqa:
 from ninfer_ir.backends.interp.interpreter import interpret  # noqa: E402
 from ninfer_ir.frontend.textual import parse  # noqa: E402
 from ninfer_ir import ops as O  # noqa: E402
-from ninfer_ir import semantics  # noqa: E402
+from ninfer_ir.numerics import semantics  # noqa: E402
 from ninfer_ir.errors import DomainError, TargetUnavailable, VerifyError  # noqa: E402
 from ninfer_ir.types import SCALARS  # noqa: E402
 
@@ -403,7 +403,7 @@ def test_host_c_argument_errors_are_the_interpreters():
 
 
 def test_host_c_wide_numerics_against_the_semantics_table():
-    """Large random inputs (all f16/bf16 words) against ``ninfer_ir.semantics`` itself."""
+    """Large random inputs (all f16/bf16 words) against ``ninfer_ir.numerics.semantics`` itself."""
     rng = np.random.default_rng(7)
     for s in ("f16", "bf16", "f32", "f64"):
         st = SCALARS[s]

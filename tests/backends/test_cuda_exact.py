@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ninfer_ir.backends.cuda import qkernels
-from ninfer_ir.backends.interp import quantops
+from ninfer_ir.numerics import quantized as quantops
 from ninfer_ir.errors import DomainError
 from ninfer_ir.sumorder import SumOrder
 

@@ -8,9 +8,9 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.llvm.codegen import LEGALIZED_AWAY, LOWERINGS, STRUCTURAL, emit, lower_module
-from ninfer_ir.backends.llvm.launcher import CompiledKernel
-from ninfer_ir.semantics import int_range
+from ninfer_ir.backends.llvm.gen.codegen import LEGALIZED_AWAY, LOWERINGS, STRUCTURAL, emit, lower_module
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
+from ninfer_ir.numerics.semantics import int_range
 from ninfer_ir.types import SCALARS, bf16, bool_
 
 FLOATS = ["f16", "f32", "f64"]

@@ -9,13 +9,14 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ninfer_ir as I
-from ninfer_ir.backends.interp.decode import decode_row
-from ninfer_ir.backends.interp.eager import dot_values
-from ninfer_ir.backends.llvm.builtins import add_half_builtins
-from ninfer_ir.backends.llvm.jit import ISA_LEVELS, JITModule, host_target
-from ninfer_ir.backends.llvm.launcher import compile_module
-from ninfer_ir.backends.llvm.qdecode_rows import add_decode_rows
+from ninfer_ir.numerics.decode import decode_row
+from ninfer_ir.numerics.folds import dot_values
+from ninfer_ir.backends.llvm.gen.builtins import add_half_builtins
+from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, JITModule, host_target
+from ninfer_ir.backends.llvm.runtime.launcher import compile_module
+from ninfer_ir.backends.llvm.kernels.qdecode_rows import add_decode_rows
 from ninfer_ir.errors import TargetUnavailable
+from ninfer_ir.passes import PassManager, SelectKernels
 from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import f32
 from tests.decode.decode_kernels import (GEMV, Q4, compile_cpu, packed_inputs, q4_gemv,
@@ -57,7 +58,7 @@ def _call_rows(fn, p, s, x, k):
 
 
 def _oracle(fmt, p, s, x, k, order="seq"):
-    return np.array([dot_values(decode_row(p[n], s[n], fmt, k), x, f32, order)
+    return np.array([dot_values(decode_row(p[n], s[n], fmt, k), x, f32, SumOrder.parse(order))
                      for n in range(p.shape[0])], np.float32).reshape(p.shape[0])
 
 
@@ -210,6 +211,9 @@ OVERLAP = """func @gemv_in_place(%p: buffer<u8[N,P]>, %s: buffer<f16[N,S]>, %x: 
 
 def test_output_overlapping_an_input_runs_the_loop():
     module = I.parse(OVERLAP)
+    PassManager([SelectKernels()]).run(module)
+    assert [op.attrs["kernel"] for op in module.walk() if op.name == "kernel_call"] == \
+        ["decode_dot_rows"]
     compiled = compile_module(module, threads=2)
     assert "ninfer_decode_rows" in compiled.llvm_ir()
     p, s, x = packed_inputs(Q4, 64, 64, np.random.default_rng(8))

@@ -8,7 +8,7 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.llvm.launcher import compile_module
+from ninfer_ir.backends.llvm.runtime.launcher import compile_module
 from tests.kernels import KERNELS, assert_same_bits, outputs
 
 

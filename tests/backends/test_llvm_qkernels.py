@@ -1,7 +1,7 @@
-"""The hand-written LLVM kernels (``backends.llvm.qkernels``) against the numpy oracle.
+"""The hand-written LLVM kernels (``backends.llvm.kernels.qkernels``) against the numpy oracle.
 
 Every ISA level this host can run (AVX-512 VNNI, AVX2, portable) is compiled
-and compared bit for bit with ``backends.interp.quantops`` on random and
+and compared bit for bit with ``ninfer_ir.numerics.quantized`` on random and
 adversarial inputs, with record strides that differ from the record size and
 buffers at odd byte offsets. Also: the status word of quantize, the
 instruction selection in the assembly, and the JIT's object cache.
@@ -11,13 +11,15 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from ninfer_ir.backends.interp import quantops as oracle
-from ninfer_ir.backends.llvm import jit as J
-from ninfer_ir.backends.llvm.qkernels import (DOT, DOT_ROWS, QUANTIZE, SIGNATURES, build_module,
+from ninfer_ir.numerics import quantized as oracle
+from ninfer_ir.backends.llvm.runtime import jit as J
+from ninfer_ir.backends.llvm.runtime import objcache
+from ninfer_ir.backends.llvm.kernels.qkernels import (DOT, DOT_ROWS, QUANTIZE, SIGNATURES, build_module,
                                     decode_status, load_kernels)
 from ninfer_ir.errors import DomainError, TargetUnavailable
 
@@ -524,7 +526,7 @@ def _check_quantize(jit):
 def test_cache_miss_then_hit(tmp_path, small_ir):
     first = J.JITModule(small_ir, isa="portable", cache_dir=tmp_path)
     assert not first.cache_hit
-    entries = list(tmp_path.iterdir())
+    entries = [p for p in tmp_path.iterdir() if p.name != objcache.KEY_FILE]
     assert len(entries) == 1 and entries[0].name == f"{first.key.hex()}.o"
     second = J.JITModule(small_ir, isa="portable", cache_dir=tmp_path)
     assert second.cache_hit and second.object_code == first.object_code
@@ -579,12 +581,13 @@ def test_cache_key_separates_targets_and_text(small_ir):
 
 
 def test_cache_location(tmp_path, monkeypatch, small_ir):
+    monkeypatch.delenv("NINFER_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert J.default_cache_dir() == tmp_path / "xdg" / "ninfer_ir" / "llvm"
     jit = J.JITModule(small_ir, isa="portable")
     assert (tmp_path / "xdg" / "ninfer_ir" / "llvm" / f"{jit.key.hex()}.o").exists()
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert J.default_cache_dir() == J.Path.home() / ".cache" / "ninfer_ir" / "llvm"
+    assert J.default_cache_dir() == Path.home() / ".cache" / "ninfer_ir" / "llvm"
     off = J.JITModule(small_ir, isa="portable", cache_dir=tmp_path / "unused", use_cache=False)
     assert not off.cache_hit and not (tmp_path / "unused").exists()
     _check_quantize(off)

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm import launcher
-from ninfer_ir.backends.llvm.jit import ISA_LEVELS, host_target
-from ninfer_ir.backends.llvm.launcher import compile_module
+from ninfer_ir.backends.llvm.runtime import launcher
+from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, host_target
+from ninfer_ir.backends.llvm.runtime.launcher import compile_module
 from ninfer_ir.errors import TargetUnavailable
 from tests.decode.decode_kernels import packed_inputs, same_bits
 

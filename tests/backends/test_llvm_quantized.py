@@ -7,8 +7,8 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.interp.quantops import quantize_q8k
-from ninfer_ir.backends.llvm.launcher import CompiledKernel
+from ninfer_ir.numerics.quantized import quantize_q8k
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
 
 QUANTIZE = """func @q(%x: tensor<f32[G,256]>, %r: buffer<u8[G,292]>) {
   quantize_into(%x, %r) {format = #q8_k}

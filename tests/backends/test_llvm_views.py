@@ -6,7 +6,7 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.llvm.launcher import CompiledKernel
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
 
 HEAD = """  %c0 = constant() {value = 0} : index
   %c1 = constant() {value = 1} : index

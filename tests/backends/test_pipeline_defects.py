@@ -11,7 +11,7 @@ import pytest
 import ninfer_ir as I
 from ninfer_ir.backends.clike.host import HostKernel
 from ninfer_ir.backends.interp.interpreter import interpret
-from ninfer_ir.backends.llvm.launcher import CompiledKernel
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
 from ninfer_ir.errors import TargetUnavailable
 
 GUARD_LEN = 39       # compiled in well under a second; minutes before the fold was linear

@@ -235,3 +235,29 @@ def test_an_error_only_on_the_target_is_a_mismatch(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "MISMATCH" in out and "cpu: DomainError: made up" in out
     assert "interp: no error" in out
+
+
+BIAS_GEMV = """
+@I.kernel
+def gemv_bias(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
+              b: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, "N"]):
+    xq = I.quantize(x, format=I.quant.q8_k)
+    for n in I.range(w.shape[0]):
+        y[n] = I.quantized_dot(w[n], xq, lhs_format=I.quant.q4_k, rhs_format=I.quant.q8_k,
+                               acc_dtype=I.f32) + b[n]
+"""
+
+
+def test_ir_remarks_name_each_loops_kernel_or_why_none(tmp_path):
+    r = ninfer("ir", GEMV, "--remarks")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("// remark: " + GEMV + ":")
+    assert r.stdout.rstrip().endswith("loop %n in @q4k_gemv: kernel q4k_q8k_dot_rows: the loop "
+                                      "computes what the kernel computes")
+    path = write(tmp_path, "bias.py", BIAS_GEMV)
+    r = ninfer("ir", path, "--remarks", "--print-after", "select")
+    assert r.returncode == 0, r.stderr
+    assert "// IR after 12-select" in r.stdout and "kernel_call" not in r.stdout
+    assert (f"// remark: {path}:7: loop %n in @gemv_bias: no kernel: the row loop stores "
+            f"`add(quantized_dot, load %b[%n])`, an epilogue the q4k_q8k_dot_rows kernel does "
+            f"not take\n") in r.stdout

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from gguf.quants import dequantize
 
-from ninfer_ir.backends.interp.quantops import q4k_fields, q8k_fields
+from ninfer_ir.numerics.quantized import q4k_fields, q8k_fields
 from ninfer_ir.errors import VerifyError
 
 from . import scalar_model as model

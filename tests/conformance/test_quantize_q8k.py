@@ -5,7 +5,7 @@ import struct
 import numpy as np
 import pytest
 
-from ninfer_ir.backends.interp.quantops import (REASON_DS_NOT_FINITE, REASON_INVERSE_NOT_FINITE,
+from ninfer_ir.numerics.quantized import (REASON_DS_NOT_FINITE, REASON_INVERSE_NOT_FINITE,
                                       REASON_NONFINITE_INPUT, REASON_SCALED_NOT_FINITE,
                                       domain_error, quantize_q8k)
 from ninfer_ir.errors import DomainError, VerifyError

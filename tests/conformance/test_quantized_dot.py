@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from ninfer_ir.backends.interp.quantops import (quantized_dot_q4k_q8k, quantized_dot_rows,
+from ninfer_ir.numerics.quantized import (quantized_dot_q4k_q8k, quantized_dot_rows,
                                       record_values)
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.sumorder import SEQ, TREE, SumOrder

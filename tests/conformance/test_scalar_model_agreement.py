@@ -12,7 +12,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ninfer_ir.backends.interp.quantops import quantize_q8k, quantized_dot_q4k_q8k, record_values
+from ninfer_ir.numerics.quantized import quantize_q8k, quantized_dot_q4k_q8k, record_values
 from ninfer_ir.errors import DomainError
 
 from . import scalar_model as model

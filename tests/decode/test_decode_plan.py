@@ -2,7 +2,7 @@
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm.qdecode_plan import plan_for
+from ninfer_ir.backends.llvm.kernels.qdecode_plan import plan_for
 
 FORMATS = ["q2_g64_fp16", "q4_g64_fp16", "q5_g64_fp16", "q6_g64_fp16", "q8_g32_fp16",
            "t2_g128_fp16"]

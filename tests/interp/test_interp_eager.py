@@ -4,7 +4,7 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.interp import bitcast, cast, dot, interpret, quantize, quantized_dot, reduce
-from ninfer_ir.backends.interp import quantops
+from ninfer_ir.numerics import quantized as quantops
 
 
 def records(g, seed=0):

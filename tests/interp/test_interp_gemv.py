@@ -5,7 +5,7 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.interp.quantops import quantize_q8k, quantized_dot_rows
+from ninfer_ir.numerics.quantized import quantize_q8k, quantized_dot_rows
 
 from tests.passes.ir_kernels import GEMV as _GEMV_SEQ, GEMV_INNER  # noqa: E402
 

@@ -4,7 +4,7 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.interp import quantops
+from ninfer_ir.numerics import quantized as quantops
 from ninfer_ir.sumorder import SumOrder
 
 ORDERS = ["seq", "tree", "chunk<3>", "chunk<4>/tree", "chunk<64>"]
@@ -230,11 +230,12 @@ def test_reduce_result_never_aliases_a_buffer():
 
 @pytest.mark.parametrize("order", ORDERS + ["chunk<1>", "chunk<5>/tree"])
 def test_generic_fold_agrees_with_sumorder_on_f32(order):
-    """The fold used for f16/f64/mul is the same parenthesization as SumOrder's."""
-    from ninfer_ir.backends.interp.eager import _ordered_rows
-    from ninfer_ir import semantics
+    """The fold with the combining step alone (as for f16/f64/mul) equals SumOrder's f32
+    sum, which takes numpy's running sum as its faster ``seq``."""
+    from ninfer_ir.numerics import semantics
+    from ninfer_ir.numerics.folds import fold_rows
     for length in (1, 2, 3, 7, 16, 33):
         x = np.stack([spread(length, np.float32, 100 + length + s) for s in range(4)])
-        got = _ordered_rows(x, SumOrder.parse(order),
-                            lambda a, b: semantics.binary("add", a, b, I.f32))
+        got = fold_rows(x, SumOrder.parse(order),
+                        lambda a, b: semantics.binary("add", a, b, I.f32))
         same(got, SumOrder.parse(order).evaluate_rows(x))

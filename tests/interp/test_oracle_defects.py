@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from ninfer_ir.types import f16, f32, f64
 
 

@@ -18,7 +18,7 @@ def test_wheel_top_level_is_only_ninfer_ir(tmp_path):
     top = {n.split("/")[0] for n in names}
     assert {t for t in top if not t.endswith(".dist-info")} == {"ninfer_ir"}
     for needed in ("ninfer_ir/frontend/dsl.py", "ninfer_ir/frontend/ir.lark",
-                   "ninfer_ir/passes/pipeline.py", "ninfer_ir/backends/llvm/launcher.py",
+                   "ninfer_ir/passes/pipeline.py", "ninfer_ir/backends/llvm/runtime/launcher.py",
                    "ninfer_ir/backends/abi.py", "ninfer_ir/cli/__init__.py"):
         assert needed in names, needed
     assert not any(n.startswith(("tests/", "benchmarks/", "examples/")) for n in names)

@@ -15,8 +15,8 @@ NAMES = [p.name for p in default_passes()]
 
 def test_default_pipeline_order():
     assert NAMES == ["canonicalize", "cse", "licm", "dce", "fuse", "materialize", "lower",
-                     "expand_math", "canonicalize", "cse", "licm", "dce"]
-    assert [p.name for p in default_passes("cuda")] == NAMES + ["parallelize"]
+                     "expand_math", "canonicalize", "cse", "licm", "dce", "select"]
+    assert [p.name for p in default_passes("cuda")] == NAMES[:-1] + ["parallelize", "select"]
     with pytest.raises(TargetUnavailable, match="unknown target 'tpu'"):
         default_passes("tpu")
 
@@ -65,7 +65,9 @@ def test_report_has_timings_and_stats():
     licm = report.passes[2]
     assert licm.stats == {"hoisted": 1, "guarded": 1}
     d = report.to_dict()
-    assert d["peak_local_bytes"] == {"gemv_inner": "292*G"} and len(d["passes"]) == 12
+    assert d["peak_local_bytes"] == {"gemv_inner": "292*G"} and len(d["passes"]) == 13
+    assert d["remarks"] == ["loop %n in @gemv_inner: kernel q4k_q8k_dot_rows: the loop "
+                            "computes what the kernel computes"]
 
 
 class _Breaks(Pass):

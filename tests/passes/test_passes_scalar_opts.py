@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir import semantics
+from ninfer_ir.numerics import semantics
 from tests.passes.harness import make_args, run
 from ninfer_ir.passes import CSE, DCE, LICM, Canonicalize
 from ninfer_ir.passes.manager import PassManager

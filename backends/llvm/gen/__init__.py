@@ -1,0 +1,1 @@
+"""LLVM IR generation from loop-level IR (llvmlite.ir builders)."""

@@ -1,0 +1,209 @@
+"""Counted loops and ordered folds for the CPU emitter: ``dot`` and ``reduce`` on 1-D
+views, and the cross-record sum of ``quantized_dot`` in a non-``seq`` order.
+
+Every ``SumOrder`` is implemented, with exactly the interpreter's parenthesization:
+
+- ``seq``: ``x0``, then ``acc = acc + x[k]`` (no initial accumulator: one element
+  is returned as it is; none gives the identity);
+- ``tree``: the adjacent-pair tree, computed in one pass with a stack of partial
+  sums. After pushing element ``j``, the two top entries are merged
+  ``trailing_zeros(j + 1)`` times (earlier + later); at the end the stack holds the
+  sums of the binary decomposition of the length, largest first, and is folded
+  from the top (``s0 + (s1 + (s2 + ...)))``), which is what carrying an odd last
+  element up unchanged at every level gives;
+- ``chunk<K>``: seq over each chunk, then the chunk sums by the top-level order.
+
+Integer folds and ``min``/``max`` are associative and order-free; they use ``seq``.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+import numpy as np
+
+from ninfer_ir.numerics.folds import fold_identity
+from ninfer_ir.sumorder import SumOrder
+from ninfer_ir.types import ScalarType
+
+from ninfer_ir.backends.llvm.gen import scalars as S
+from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, i64c, no_lowering
+from ninfer_ir.backends.llvm.gen.memory import load_element
+from ninfer_ir.backends.abi import Guard
+
+__all__ = ["counted_loop", "fold_loop", "ordered_fold", "lower_dot", "lower_reduce"]
+
+STACK_DEPTH = 64
+
+
+def fold_loop(e, k0, k1, inits, step):
+    """``for k in [k0, k1)``: ``vals = step(k, vals)``; returns the final values."""
+    b = e.b
+    pre = b.block
+    head, body, done = e.new_block("loop.head"), e.new_block("loop.body"), \
+        e.new_block("loop.done")
+    b.branch(head)
+    b.position_at_end(head)
+    k = b.phi(I64)
+    k.add_incoming(k0, pre)
+    phis = []
+    for v in inits:
+        phi = b.phi(v.type)
+        phi.add_incoming(v, pre)
+        phis.append(phi)
+    b.cbranch(b.icmp_signed("<", k, k1), body, done)
+    b.position_at_end(body)
+    nxt = step(k, list(phis))
+    latch = b.block
+    k.add_incoming(b.add(k, i64c(1)), latch)
+    for phi, v in zip(phis, nxt):
+        phi.add_incoming(v, latch)
+    b.branch(head)
+    b.position_at_end(done)
+    return phis
+
+
+def counted_loop(e, k0, k1, body):
+    """``for k in [k0, k1): body(k)``."""
+    def step(k, vals):
+        body(k)
+        return []
+    fold_loop(e, k0, k1, [], step)
+
+
+def seq_fold(e, lo, hi, elem, combine, identity):
+    """``elem(lo)``, then ``acc = combine(acc, elem(k))``; ``identity`` when empty."""
+    b = e.b
+    pre = b.block
+    first, merge = e.new_block("fold.first"), e.new_block("fold.end")
+    b.cbranch(b.icmp_signed("<", lo, hi), first, merge)
+    b.position_at_end(first)
+    v0 = elem(lo)
+    acc, = fold_loop(e, b.add(lo, i64c(1)), hi, [v0],
+                     lambda k, vals: [combine(vals[0], elem(k))])
+    last = b.block
+    b.branch(merge)
+    b.position_at_end(merge)
+    out = b.phi(identity.type)
+    out.add_incoming(identity, pre)
+    out.add_incoming(acc, last)
+    return out
+
+
+def tree_fold(e, m, elem, combine, identity):
+    """The adjacent-pair tree over ``elem(0..m)`` (see the module docstring)."""
+    b = e.b
+    ty = identity.type
+    stack = e.entry_alloca(ir.ArrayType(ty, STACK_DEPTH))
+
+    def at(sp):
+        return b.gep(stack, [i64c(0), sp])
+
+    def push(j, vals):
+        sp, = vals
+        v = elem(j)
+        merges = S.intrinsic(b, "llvm.cttz.i64", I64, [b.add(j, i64c(1)),
+                                                       ir.Constant(ir.IntType(1), 0)])
+
+        def merge(t, mv):
+            top = b.sub(mv[1], i64c(1))
+            return [combine(b.load(at(top)), mv[0]), top]
+        v, sp = fold_loop(e, i64c(0), merges, [v, sp], merge)
+        b.store(v, at(sp))
+        return [b.add(sp, i64c(1))]
+    sp, = fold_loop(e, i64c(0), m, [i64c(0)], push)
+    pre = b.block
+    some, merge_bb = e.new_block("tree.some"), e.new_block("tree.end")
+    b.cbranch(b.icmp_signed(">", sp, i64c(0)), some, merge_bb)
+    b.position_at_end(some)
+    top = b.load(at(b.sub(sp, i64c(1))))
+    acc, = fold_loop(e, i64c(1), sp, [top],
+                     lambda u, vals: [combine(b.load(at(b.sub(b.sub(sp, u), i64c(1)))),
+                                              vals[0])])
+    last = b.block
+    b.branch(merge_bb)
+    b.position_at_end(merge_bb)
+    out = b.phi(ty)
+    out.add_incoming(identity, pre)
+    out.add_incoming(acc, last)
+    return out
+
+
+def ordered_fold(e, n, elem, combine, identity, order: SumOrder | None):
+    """Fold ``elem(0..n)`` with ``combine`` in ``order`` (None: any order, seq used)."""
+    b = e.b
+    if order is None or (order.chunk is None and not order.tree):
+        return seq_fold(e, i64c(0), n, elem, combine, identity)
+    top_elem, count = elem, n
+    if order.chunk is not None:
+        k = i64c(order.chunk)
+        count = b.sdiv(b.add(n, i64c(order.chunk - 1)), k)
+
+        def chunk_sum(j):
+            lo = b.mul(j, k)
+            hi = b.add(lo, k)
+            hi = b.select(b.icmp_signed("<", n, hi), n, hi)
+            return seq_fold(e, lo, hi, elem, combine, identity)
+        top_elem = chunk_sum
+    if order.tree:
+        return tree_fold(e, count, top_elem, combine, identity)
+    return seq_fold(e, i64c(0), count, top_elem, combine, identity)
+
+
+def _identity(kind: str, t: ScalarType):
+    value = fold_identity(kind, t)
+    return S.constant(t, float(value) if t.is_float else int(value))
+
+
+def _vector(e, op, v):
+    x = e.value(v)
+    if isinstance(x, Reg) or len(x.shape) != 1:
+        raise no_lowering(op, " on anything but 1-D views (multi-axis reductions are "
+                              "lowered to loops by the passes)")
+    return x
+
+
+def lower_dot(e, op):
+    b = e.b
+    x, y = _vector(e, op, op.operands[0]), _vector(e, op, op.operands[1])
+    t = x.dtype
+    e.guard(b.icmp_signed("==", x.shape[0], y.shape[0]), Guard("dot", op),
+            [x.shape[0], y.shape[0]])
+
+    def elem(k):
+        return S.BINARY["mul"](b, t, load_element(b, x, [k]), load_element(b, y, [k]))
+    order = SumOrder.parse(op.attrs.get("order", "seq"))
+    return Reg(ordered_fold(e, x.shape[0], elem, lambda p, q: S.BINARY["add"](b, t, p, q),
+                            _identity("add", t), order))
+
+
+def _float_minmax_fold(e, x, kind, t):
+    """A float ``min``/``max`` fold: ``llvm.minimum``/``maximum`` alone along the chain
+    (NaN propagates), then the canonical NaN once at the end when the result is a NaN
+    and at least two elements were combined (one element is returned as it is).
+
+    The elementwise rule selects the canonical NaN at every step, so each partial
+    result feeds two users; once LLVM fully unrolls a static-length fold inside a loop,
+    LoopVectorize's uniformity walk (``isUniformAcrossVFsAndUFs``, not memoized) visits
+    that chain in time exponential in its length. Here each partial result has one user.
+    """
+    b = e.b
+    n = x.shape[0]
+    r = seq_fold(e, i64c(0), n, lambda k: load_element(b, x, [k]),
+                 lambda p, q: S.float_minmax(b, kind, p, q), _identity(kind, t))
+    combined_nan = b.and_(b.icmp_signed(">", n, i64c(1)), b.fcmp_unordered("uno", r, r))
+    return b.select(combined_nan, S.float_nan(t), r)
+
+
+def lower_reduce(e, op):
+    b = e.b
+    x = _vector(e, op, op.operands[0])
+    t, kind = x.dtype, op.attrs["kind"]
+    if t.bits == 16 and t.is_float and t.np_dtype == np.uint16:
+        raise no_lowering(op, " on bf16 (cast to f32 to compute)")
+    if t.is_float and kind in ("min", "max"):
+        return Reg(_float_minmax_fold(e, x, kind, t))
+    order = None
+    if t.is_float and kind in ("add", "mul"):
+        order = SumOrder.parse(op.attrs.get("order", "seq"))
+    rule = S.BINARY[kind]
+    return Reg(ordered_fold(e, x.shape[0], lambda k: load_element(b, x, [k]),
+                            lambda p, q: rule(b, t, p, q), _identity(kind, t), order))

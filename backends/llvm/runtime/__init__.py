@@ -1,0 +1,1 @@
+"""Running compiled code: the JIT and its object cache, the thread pool, the launcher."""

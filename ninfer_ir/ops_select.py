@@ -1,0 +1,65 @@
+"""Kernel selection in the IR: ``kernel_call``, a loop that a target may run as one call
+of a hand-written library kernel.
+
+    kernel_call(%w, %xq, %y) {kernel = "q4k_q8k_dot_rows"} ({
+      for(%c0, %N, %c1) ({ ... })
+      yield()
+    })
+
+The region is the meaning: the interpreter runs it, and a target runs it wherever the
+kernel's run-time conditions (in range, layout, no overlap) do not hold. The operands
+are the kernel's parameters, in the order of ``KERNELS[kernel]``. The ``select`` pass
+(``passes/select.py``) places these ops; an emitter translates one to a guard, the
+call and the region as the fallback.
+"""
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from .ir import Operation
+from .opbase import attr
+
+#: library kernel -> (its parameters, what it computes)
+KERNELS = MappingProxyType({
+    "q4k_q8k_dot_rows": (("w", "xq", "y"),
+                         "y[..., n] = quantized_dot(w[n], xq) for every row n of the loop "
+                         "(order seq)"),
+    "decode_dot_rows": (("p", "s", "x", "y"),
+                        "y[n] = dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row "
+                        "n of the loop"),
+})
+
+
+class KernelCallOp(Operation):
+    """``kernel_call(params...) {kernel = "..."}`` around one ``for`` loop (see above)."""
+    name = "kernel_call"
+    pure = False
+
+    def verify_(self):
+        name = attr(self, "kernel", str, "a string")
+        if name not in KERNELS:
+            raise self.error(f"unknown library kernel {name!r}; known: {', '.join(KERNELS)}")
+        params = KERNELS[name][0]
+        if len(self.operands) != len(params):
+            raise self.error(f"kernel {name!r} takes {len(params)} parameter(s) "
+                             f"({', '.join(params)}), got {len(self.operands)}")
+        if self.results:
+            raise self.error("kernel_call has no results")
+        if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
+            raise self.error("expects one region with one block")
+        body = self.regions[0].block
+        if body.args:
+            raise self.error("the region takes no arguments")
+        ops = body.ops
+        if (len(ops) != 2 or ops[0].name != "for" or ops[1].name != "yield"
+                or ops[1].operands or ops[0].results):
+            raise self.error("the region holds one 'for' without results, then 'yield()'")
+
+    @property
+    def kernel(self) -> str:
+        return self.attrs["kernel"]
+
+    @property
+    def loop(self):
+        """The ``for`` loop the call stands for."""
+        return self.regions[0].block.ops[0]
