@@ -257,7 +257,7 @@ def test_ir_remarks_name_each_loops_kernel_or_why_none(tmp_path):
     path = write(tmp_path, "bias.py", BIAS_GEMV)
     r = ninfer("ir", path, "--remarks", "--print-after", "select")
     assert r.returncode == 0, r.stderr
-    assert "// IR after 12-select" in r.stdout and "kernel_call" not in r.stdout
+    assert "// IR after 13-select" in r.stdout and "kernel_call" not in r.stdout
     assert (f"// remark: {path}:7: loop %n in @gemv_bias: no kernel: the row loop stores "
             f"`add(quantized_dot, load %b[%n])`, an epilogue the q4k_q8k_dot_rows kernel does "
             f"not take\n") in r.stdout

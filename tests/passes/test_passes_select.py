@@ -71,9 +71,9 @@ def _same_as_interpreter(kernel, args):
 
 def test_plain_gemv_gets_the_rows_kernel_in_the_ir_and_the_remarks():
     stages, report = _stages(gemv)
-    text = stages["12-select"]
+    text = stages["13-select"]
     assert 'kernel_call(%w, %xq, %y) {kernel = "q4k_q8k_dot_rows"} ({' in text
-    assert "kernel_call" not in stages["11-dce"]
+    assert "kernel_call" not in stages["12-dce"]
     assert str(I.parse(text)) == text
     file = inspect.getsourcefile(gemv.fn)
     assert [str(r) for r in report.remarks] == [
@@ -85,7 +85,7 @@ def test_plain_gemv_gets_the_rows_kernel_in_the_ir_and_the_remarks():
 
 def test_bias_epilogue_says_why_it_gets_no_kernel():
     stages, report = _stages(gemv_bias)
-    assert "kernel_call" not in stages["12-select"]
+    assert "kernel_call" not in stages["13-select"]
     (remark,) = report.remarks
     assert remark.kernel is None and remark.loc[1] == _line(gemv_bias, "for n in")
     assert str(remark).endswith(
