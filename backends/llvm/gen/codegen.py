@@ -50,7 +50,8 @@ from ninfer_ir.backends.llvm.gen.emitter import (KERNEL_TYPE, Emitter, I8P, Kern
                       no_lowering, reg_value, wrap_value)
 from ninfer_ir.backends.abi import REASON_CHECK
 
-__all__ = ["Lowered", "lower_module", "emit", "LOWERINGS", "LEGALIZED_AWAY", "STRUCTURAL"]
+__all__ = ["Lowered", "lower_module", "emit", "LOWERINGS", "LEGALIZED_AWAY", "STRUCTURAL",
+           "lowerings"]
 
 
 @dataclass
@@ -151,6 +152,13 @@ LEGALIZED_AWAY = {
 
 LOWERINGS: dict = {}
 
+
+def lowerings() -> dict:
+    """The table ``LOWERINGS``, built on first use (its rules import the kernel modules)."""
+    if not LOWERINGS:
+        LOWERINGS.update(_build_table())
+    return LOWERINGS
+
 #: ops handled by the function/region structure itself, not by the table
 STRUCTURAL = ("func", "return", "yield")
 
@@ -215,8 +223,6 @@ def lower_module(module: Module, *, isa: str | None = None, bounds_checks: bool 
         raise ValueError(f"strides must be 'element' or 'byte', got {strides!r}")
     from ninfer_ir.backends.llvm.gen.builtins import add_half_builtins
     from ninfer_ir.backends.llvm.kernels.records import add_quantized_library
-    if not LOWERINGS:
-        LOWERINGS.update(_build_table())
     from ninfer_ir.backends.llvm.runtime.jit import host_target
     target = host_target(isa)
     isa = target.isa
@@ -224,7 +230,7 @@ def lower_module(module: Module, *, isa: str | None = None, bounds_checks: bool 
     llmod = ir.Module(name="ninfer")
     llmod.triple = target.triple
     options = {"bounds_checks": bounds_checks, "isa": isa, "strides": strides,
-               "table": LOWERINGS, "legalized_away": LEGALIZED_AWAY}
+               "table": lowerings(), "legalized_away": LEGALIZED_AWAY}
     if any(isinstance(op, (O.QuantizeIntoOp, O.QuantizedDotOp)) for op in module.walk()):
         add_quantized_library(llmod, isa)
     kernels = {f.sym_name: _emit_func(llmod, f, options) for f in module.funcs}
