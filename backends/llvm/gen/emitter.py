@@ -30,6 +30,33 @@ PAR_TYPE = ir.FunctionType(I64, [I8P, I8P, I64, I64P])
 STACK_LIMIT = 16384
 
 
+def carried_loop(b, fn, lo, hi, carried, body, name="loop", index_name=""):
+    """``for i in [lo, hi)``: ``carried = body(i, carried)`` as blocks ``name.head``,
+    ``name.body``, ``name.done`` appended to ``fn``; returns the final carried values."""
+    pre = b.block
+    head = fn.append_basic_block(f"{name}.head")
+    loop = fn.append_basic_block(f"{name}.body")
+    done = fn.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64, name=index_name)
+    i.add_incoming(lo, pre)
+    phis = []
+    for v in carried:
+        phi = b.phi(v.type)
+        phi.add_incoming(v, pre)
+        phis.append(phi)
+    b.cbranch(b.icmp_signed("<", i, hi), loop, done)
+    b.position_at_end(loop)
+    out = body(i, list(phis))
+    latch = b.block
+    i.add_incoming(b.add(i, ir.Constant(I64, 1)), latch)
+    for phi, v in zip(phis, out):
+        phi.add_incoming(v, latch)
+    b.branch(head)
+    b.position_at_end(done)
+    return phis
+
 class View:
     """A memory view: an ``i8*`` address, sizes and strides (``ir.Value`` each).
 

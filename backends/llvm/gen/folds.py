@@ -25,7 +25,7 @@ from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import ScalarType
 
 from ninfer_ir.backends.llvm.gen import scalars as S
-from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, i64c, no_lowering
+from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, carried_loop, i64c, no_lowering
 from ninfer_ir.backends.llvm.gen.memory import load_element
 from ninfer_ir.backends.abi import Guard
 
@@ -36,29 +36,7 @@ STACK_DEPTH = 64
 
 def fold_loop(e, k0, k1, inits, step):
     """``for k in [k0, k1)``: ``vals = step(k, vals)``; returns the final values."""
-    b = e.b
-    pre = b.block
-    head, body, done = e.new_block("loop.head"), e.new_block("loop.body"), \
-        e.new_block("loop.done")
-    b.branch(head)
-    b.position_at_end(head)
-    k = b.phi(I64)
-    k.add_incoming(k0, pre)
-    phis = []
-    for v in inits:
-        phi = b.phi(v.type)
-        phi.add_incoming(v, pre)
-        phis.append(phi)
-    b.cbranch(b.icmp_signed("<", k, k1), body, done)
-    b.position_at_end(body)
-    nxt = step(k, list(phis))
-    latch = b.block
-    k.add_incoming(b.add(k, i64c(1)), latch)
-    for phi, v in zip(phis, nxt):
-        phi.add_incoming(v, latch)
-    b.branch(head)
-    b.position_at_end(done)
-    return phis
+    return carried_loop(e.b, e.fn, k0, k1, inits, step)
 
 
 def counted_loop(e, k0, k1, body):

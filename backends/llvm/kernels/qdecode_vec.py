@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from ninfer_ir.backends.llvm.gen.emitter import carried_loop
 from ninfer_ir.backends.llvm.kernels.qir import gather_i32
 
 __all__ = ["VecBuilder"]
@@ -133,27 +134,4 @@ class VecBuilder:
     # control flow
     def counted(self, lo, hi, carried, body, name):
         """``for i in [lo, hi)``: ``carried = body(i, carried)``; returns the final values."""
-        b = self.b
-        pre = b.block
-        head = self.fn.append_basic_block(f"{name}.head")
-        loop = self.fn.append_basic_block(f"{name}.body")
-        done = self.fn.append_basic_block(f"{name}.done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I64, name=name)
-        i.add_incoming(lo, pre)
-        phis = []
-        for v in carried:
-            phi = b.phi(v.type)
-            phi.add_incoming(v, pre)
-            phis.append(phi)
-        b.cbranch(b.icmp_signed("<", i, hi), loop, done)
-        b.position_at_end(loop)
-        out = body(i, list(phis))
-        latch = b.block
-        i.add_incoming(b.add(i, ir.Constant(I64, 1)), latch)
-        for phi, v in zip(phis, out):
-            phi.add_incoming(v, latch)
-        b.branch(head)
-        b.position_at_end(done)
-        return phis
+        return carried_loop(self.b, self.fn, lo, hi, carried, body, name, index_name=name)
