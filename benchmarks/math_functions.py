@@ -1,6 +1,6 @@
 """Per-element time of the compiled f32 math functions against numpy's f32 ufuncs.
 
-    python benchmarks/math.py [--n 1000000] [--repeat 7]
+    python benchmarks/math_functions.py [--n 1000000] [--repeat 7]
 
 Each function runs as the CPU kernel ``y = I.<fn>(x)`` on one thread over ``--n`` f32
 values from its ordinary domain, and numpy's float32 function on the same values in
