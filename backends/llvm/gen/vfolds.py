@@ -11,12 +11,15 @@ operands have unit stride, and the scalar fold of ``folds.py`` otherwise:
   pairwise (``even lanes + odd lanes`` of the pair, earlier + later), down to one
   vector, whose lanes are merged the same way down to one value. The tail is the
   tree of its ``V``-blocks, then of its last ``< V`` elements (scalar).
-- ``chunk<K>`` with ``K`` a multiple of ``V``: lane ``l`` of a group holds chunk
-  ``g V + l``, summed ``seq`` (a ``V x V`` tile of ``V`` rows is transposed in
+- ``chunk<K>`` with ``K`` even: ``W`` lanes, the largest power of two up to ``V`` that
+  divides ``K``; lane ``l`` of a group holds chunk ``g W + l``, summed ``seq`` (a
+  ``W x W`` tile of ``W`` rows is transposed in
   registers, then its columns are added in order), from ``-0.0`` (``1.0`` for a
   product), which leaves the chunk's first element as it is. The chunk sums are then
   folded by the top-level order: ``seq`` lane by lane, ``tree`` with each group a
-  complete subtree of ``V`` chunk sums. Chunks after the last full group are scalar.
+  complete subtree of ``W`` chunk sums. The whole chunks after the last full group
+  take one more group (its unused lanes repeat its last chunk and are not read); a
+  last partial chunk is scalar.
 
 ``seq`` is strictly sequential and stays scalar.
 """
@@ -45,20 +48,19 @@ def lane_count(e, t) -> int:
 
 def unit_stride_loader(e, views, make):
     """``(ok, load, lanes)``: ``ok`` (i1) holds when every 1-D view has unit stride;
-    ``load(k)`` is the vector ``make(v0[k:k+V], v1[k:k+V], ...)``. ``None`` when the
+    ``load(k, w)`` is the ``w``-lane vector ``make(v0[k:k+w], v1[k:k+w], ...)``. ``None`` when the
     element type has no vector form here (only f32 and f64 do)."""
     t = views[0].dtype
     if t not in (f32, f64) or any(not isinstance(v, View) or v.dtype is not t for v in views):
         return None
     b = e.b
-    lanes = lane_count(e, t)
-    vty = ir.VectorType(S.reg_type(t), lanes)
     ok = None
     for v in views:
         one = b.icmp_signed("==", v.strides[0], i64c(1 if v.unit != 1 else v.itemsize))
         ok = one if ok is None else b.and_(ok, one)
 
-    def load(k):
+    def load(k, width):
+        vty = ir.VectorType(S.reg_type(t), width)
         vecs = []
         for v in views:
             off = k if v.unit != 1 else b.mul(k, i64c(v.itemsize))
@@ -66,7 +68,7 @@ def unit_stride_loader(e, views, make):
                 b.gep(b.bitcast(v.ptr, S.reg_type(t).as_pointer()), [off])
             vecs.append(b.load(b.bitcast(ptr, vty.as_pointer()), align=1))
         return make(*vecs)
-    return ok, load, lanes
+    return ok, load, lane_count(e, t)
 
 
 def _shuffle(b, x, y, mask):
@@ -97,8 +99,8 @@ def _vectors_tree(b, combine, vecs):
 
 
 def _transpose(b, rows):
-    """The ``V x V`` transpose of ``V`` vectors (``out[t]`` lane ``l`` = ``rows[l]`` lane
-    ``t``) by ``log2 V`` rounds of interleaving."""
+    """The ``W x W`` transpose of ``W`` vectors (``out[t]`` lane ``l`` = ``rows[l]`` lane
+    ``t``) by ``log2 W`` rounds of interleaving."""
     n = len(rows)
     half = n // 2
     lo_mask = [m for i in range(half) for m in (i, n + i)]
@@ -149,7 +151,7 @@ def _tree_blocks(e, lo, n, sizes, load, elem, combine, identity, lanes):
 
     def block(j):
         base = b.add(lo, b.mul(j, i64c(size)))
-        vecs = [load(b.add(base, i64c(q * lanes))) for q in range(size // lanes)]
+        vecs = [load(b.add(base, i64c(q * lanes)), lanes) for q in range(size // lanes)]
         return _lanes_tree(b, combine, _vectors_tree(b, combine, vecs))
 
     def node(j):
@@ -160,17 +162,21 @@ def _tree_blocks(e, lo, n, sizes, load, elem, combine, identity, lanes):
     return tree_fold(e, count, node, combine, identity)
 
 
-def _chunk_group(e, base, k, load, combine, neutral, lanes):
-    """The ``seq`` sums of the ``V`` chunks of ``k`` elements from ``base``, one per lane."""
+def _chunk_group(e, base, k, load, combine, neutral, lanes, last=None):
+    """The ``seq`` sums of the ``W`` chunks of ``k`` elements from ``base``, one per lane;
+    lanes past ``last`` (an i64: the last chunk that exists) repeat chunk ``last``."""
     from ninfer_ir.backends.llvm.gen.folds import fold_loop
     b = e.b
     start = ir.Constant(ir.VectorType(neutral.type, lanes), [neutral] * lanes)
+    rows = [i64c(r) for r in range(lanes)]
+    if last is not None:
+        rows = [b.select(b.icmp_signed("<", r, last), r, last) for r in rows]
+    offsets = [b.add(base, b.mul(r, i64c(k))) for r in rows]
 
     def tile(t, vals):
-        col0 = b.add(base, b.mul(t, i64c(lanes)))
-        rows = [load(b.add(col0, i64c(r * k))) for r in range(lanes)]
+        col0 = b.mul(t, i64c(lanes))
         acc = vals[0]
-        for col in _transpose(b, rows):
+        for col in _transpose(b, [load(b.add(off, col0), lanes) for off in offsets]):
             acc = combine(acc, col)
         return [acc]
     acc, = fold_loop(e, i64c(0), i64c(k // lanes), [start], tile)
@@ -178,13 +184,16 @@ def _chunk_group(e, base, k, load, combine, neutral, lanes):
 
 
 def _chunked(e, n, order, load, elem, combine, identity, neutral, lanes, scalar_fold):
+    """``chunk<K>`` and ``chunk<K>/tree``: full groups of ``W`` whole chunks, then one
+    group of the remaining whole chunks (fewer lanes used), then a last partial chunk."""
     from ninfer_ir.backends.llvm.gen.folds import fold_loop, seq_fold, tree_fold
     b = e.b
     k = order.chunk
-    group = k * lanes
-    groups = b.udiv(n, i64c(group))
-    chunks = b.sdiv(b.add(n, i64c(k - 1)), i64c(k))
-    first_rest = b.mul(groups, i64c(lanes))
+    whole = b.udiv(n, i64c(k))
+    groups = b.udiv(whole, i64c(lanes))
+    done = b.mul(groups, i64c(lanes))
+    left = b.sub(whole, done)                        # whole chunks after the full groups
+    partial = b.icmp_signed(">", b.sub(n, b.mul(whole, i64c(k))), i64c(0))
 
     def chunk_sum(j):
         lo = b.mul(j, i64c(k))
@@ -192,19 +201,31 @@ def _chunked(e, n, order, load, elem, combine, identity, neutral, lanes, scalar_
         hi = b.select(b.icmp_signed("<", n, hi), n, hi)
         return seq_fold(e, lo, hi, elem, combine, identity)
 
-    def sums(g):
-        return _chunk_group(e, b.mul(g, i64c(group)), k, load, combine, neutral, lanes)
+    def sums(g, last=None):
+        return _chunk_group(e, b.mul(g, i64c(k * lanes)), k, load, combine, neutral, lanes, last)
+
+    def left_sums():
+        """The sums of the ``left`` whole chunks in the first lanes (``left > 0``)."""
+        return sums(groups, b.sub(left, i64c(1)))
 
     if order.tree:
-        rest = b.sub(chunks, first_rest)
+        rest = b.add(left, b.zext(partial, I64))
         count = b.add(groups, b.zext(b.icmp_signed(">", rest, i64c(0)), I64))
 
-        def node(g):
+        def tail():
+            zero = ir.Constant(ir.VectorType(neutral.type, lanes), None)
+            v = _branch(e, b.icmp_signed(">", left, i64c(0)), left_sums, lambda: zero)
+
+            def node(j):
+                return _branch(e, b.icmp_signed("<", j, left),
+                               lambda: b.extract_element(v, j),
+                               lambda: chunk_sum(b.add(done, j)))
+            return tree_fold(e, rest, node, combine, identity)
+
+        def top(g):
             return _branch(e, b.icmp_signed("<", g, groups),
-                           lambda: _lanes_tree(b, combine, sums(g)),
-                           lambda: tree_fold(e, rest, lambda j: chunk_sum(b.add(first_rest, j)),
-                                             combine, identity))
-        return tree_fold(e, count, node, combine, identity)
+                           lambda: _lanes_tree(b, combine, sums(g)), tail)
+        return tree_fold(e, count, top, combine, identity)
 
     def vector_path():
         def add_group(g, vals):
@@ -213,10 +234,15 @@ def _chunked(e, n, order, load, elem, combine, identity, neutral, lanes, scalar_
                 acc = combine(acc, b.extract_element(v, i64c(lane)))
             return [acc]
         acc, = fold_loop(e, i64c(0), groups, [neutral], add_group)
-        acc, = fold_loop(e, first_rest, chunks, [acc],
-                         lambda j, vals: [combine(vals[0], chunk_sum(j))])
-        return acc
-    return _branch(e, b.icmp_signed(">", groups, i64c(0)), vector_path, scalar_fold)
+
+        def add_left():
+            v = left_sums()
+            out, = fold_loop(e, i64c(0), left, [acc],
+                             lambda j, vals: [combine(vals[0], b.extract_element(v, j))])
+            return out
+        acc = _branch(e, b.icmp_signed(">", left, i64c(0)), add_left, lambda: acc)
+        return _branch(e, partial, lambda: combine(acc, chunk_sum(whole)), lambda: acc)
+    return _branch(e, b.icmp_signed(">", whole, i64c(0)), vector_path, scalar_fold)
 
 
 def vector_fold(e, n, loader, elem, combine, identity, neutral, order: SumOrder,
@@ -224,10 +250,12 @@ def vector_fold(e, n, loader, elem, combine, identity, neutral, order: SumOrder,
     """Fold ``elem(0..n)`` in ``order`` (not ``seq``) on vector lanes when the loader's
     views have unit stride, else ``scalar_fold()``. ``neutral``: the value ``u`` with
     ``combine(u, x) == x`` exactly (``-0.0`` for add, ``1.0`` for mul). ``None`` when the
-    order has no vector form here (``chunk<K>`` with ``K`` not a multiple of ``V``)."""
+    order has no vector form (``chunk<K>`` with ``K`` odd)."""
     ok, load, lanes = loader
-    if order.chunk is not None and order.chunk % lanes:
-        return None
+    if order.chunk is not None:
+        lanes = min(lanes, order.chunk & -order.chunk)
+        if lanes < 2:
+            return None
 
     def vector():
         if order.chunk is not None:
