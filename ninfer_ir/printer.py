@@ -41,6 +41,9 @@ def format_attr(v) -> str:
         return str(v)
     if isinstance(v, Type):
         return str(v)
+    from .dense import Dense
+    if isinstance(v, Dense):
+        return v.text()
     from .formats import Format
     if isinstance(v, Format):
         return f"#{v.name}"
