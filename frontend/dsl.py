@@ -25,7 +25,9 @@ Values and typing
     * An expression whose operands are all Python constants is evaluated by Python
       (``K // 2`` folds with Python's semantics). Closure and global ints, floats and
       bools are such constants; ``x.shape[i]`` is one when the dim is static, else a
-      ``dim`` op. Any other outside object (a list, an array, a function) is an error.
+      ``dim`` op. A closure or global numpy array is a constant tensor
+      (``constant_tensor``), copied at decoration. Any other outside object (a list, a
+      function) is an error.
     * Binary operands must have the same dtype: there is no implicit promotion; use
       ``I.cast(v, dtype)``. A Python constant combined with an IR value of dtype T
       becomes a constant of T (an int may become any integer or float dtype, a float

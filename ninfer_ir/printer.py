@@ -145,4 +145,5 @@ def print_op(op: Operation) -> str:
         return f"func @{op.sym_name}"
     lines: list[str] = []
     _op_lines(op, Namer(), 0, lines)
+    lines = [line if len(line) <= 400 else line[:396] + " ..." for line in lines]  # big tables
     return "\n".join(lines) if len(lines) < 12 else "\n".join(lines[:10] + ["  ..."])

@@ -125,6 +125,13 @@ def test_inconsistent_constants_are_verify_errors(attr, result, message):
     assert message in str(info.value)
 
 
+def test_an_error_message_abbreviates_a_large_table():
+    data = Dense.from_array(np.zeros(4096, np.float32))
+    with pytest.raises(I.VerifyError, match="the data is f32.4096. but the result") as info:
+        I.parse(body(data.text(), "tensor<f32[4095]>"))
+    assert len(str(info.value)) < 1000
+
+
 def test_operands_are_refused():
     text = ("func @f(%x: index) {\n  %t = constant_tensor(%x) {value = dense<f32[1] [1.0]>}"
             " : tensor<f32[1]>\n  return()\n}\n")
