@@ -305,6 +305,8 @@ def _hint(name: str):
 
 
 def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
     out, i = [], 0
     while i < len(s):
         c = s[i]
