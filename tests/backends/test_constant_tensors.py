@@ -105,6 +105,39 @@ def test_tensor_arithmetic_with_constants_is_bit_exact():
     assert_same_bits(got, np.maximum(x * MAT, MAT) - MAT)
 
 
+@I.kernel
+def returns_views(i: I.index):
+    return MAT[1], MAT[2, i:i + 3], SCALE + I.sum(MAT[0])
+
+
+def test_returned_constants_and_views_are_bit_exact():
+    for name, run in [("interp", lambda i: I.interpret(returns_views, i)), *runners(returns_views)]:
+        whole, part, total = run(np.int64(4))
+        assert_same_bits(whole, MAT[1])
+        assert_same_bits(part, MAT[2, 4:7])
+        assert_same_bits(total, I.interpret(returns_views, np.int64(4))[2])
+
+
+WQ = np.random.default_rng(3).integers(0, 256, (5, 2, 144)).astype(np.uint8)
+WQ[:, :, 0:4] = (np.random.default_rng(4).standard_normal((5, 2, 2)) * 0.01) \
+    .astype(np.float16).view(np.uint8)
+
+
+@I.kernel
+def constant_weights_gemv(x: I.Tensor[I.f32, 2, 256], y: I.Buffer[I.f32, 5]):
+    xq = I.quantize(x, format=I.quant.q8_k)
+    for n in I.range(5):
+        y[n] = I.quantized_dot(WQ[n], xq, lhs_format=I.quant.q4_k, rhs_format=I.quant.q8_k,
+                               acc_dtype=I.f32)
+
+
+def test_quantized_rows_of_constant_weights_use_the_library_kernel_and_are_exact():
+    lowered = I.lower(constant_weights_gemv, "cpu")
+    assert any(isinstance(op, O.KernelCallOp) for op in lowered.walk())
+    x = np.random.default_rng(5).standard_normal((2, 256)).astype(np.float32)
+    all_agree(constant_weights_gemv, x, np.zeros(5, np.float32))
+
+
 def test_the_passes_keep_a_constant_as_read_only_memory():
     lowered = I.lower(grid_rows)
     consts = [op for op in lowered.walk() if isinstance(op, O.ConstantTensorOp)]
