@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from .dense import Dense
 from .ir import Operation
 from .numerics.semantics import int_range
 from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, attribute, describe,
@@ -96,6 +97,30 @@ class ConstantOp(ReadsNothing, Operation):
             lo, hi = int_range(t)
             if not lo <= v <= hi:
                 raise self.error(f"{v} does not fit {t}")
+
+
+class ConstantTensorOp(ReadsNothing, Operation):
+    """A constant tensor: ``%t = constant_tensor() {value = dense<f32[256] ...>} :
+    tensor<f32[256]>``. ``value`` is a ``Dense`` (``ninfer_ir/dense.py``) of the result's
+    dtype and static shape; the tensor is read-only memory of the compiled code."""
+    name = "constant_tensor"
+
+    value = attribute("value")
+
+    def infer_types(self):
+        v = self.attrs.get("value")
+        return [TensorType(v.dtype, v.shape)] if isinstance(v, Dense) else None
+
+    def verify_(self):
+        n_operands(self, 0)
+        n_results(self, 1)
+        t = self.result.type
+        if not isinstance(t, TensorType) or not all(isinstance(d, int) for d in t.shape):
+            raise self.error(f"a constant tensor has a tensor type of static shape, got {t}")
+        v = attr(self, "value", Dense, "dense data (dense<...>)")
+        if v.dtype is not t.dtype or v.shape != t.shape:
+            raise self.error(f"the data is {v.dtype}[{','.join(map(str, v.shape))}] but the "
+                             f"result is {t}")
 
 
 # -- shapes and views ---------------------------------------------------------
@@ -721,21 +746,31 @@ _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
 from .ir import FuncOp  # noqa: E402  (func is an op like the others)
 
-class MathOp(ElementwiseOp):
-    """The math family: ``%y = math(%x) {fn = "exp"}``, one elementwise op for every function
-    of ``ninfer_ir.mathlib`` (``sqrt rsqrt exp exp2 log log2 tanh erf sin cos floor ceil
-    trunc rint``).
-
-    f32 results are correctly rounded (round-to-nearest-even of the exact value, C99 Annex F
-    special cases, one canonical quiet NaN ``0x7FC00000``); an f16 argument is widened to
-    f32, the f32 result is computed and rounded to f16. No op of the backends computes
-    ``math``: the ``expand_math`` pass rewrites it into ordinary ops (the algorithms of
-    ``mathlib``), and the interpreter runs the same algorithms on numpy arrays."""
-    name = "math"
+class ExpandedOp(ElementwiseOp):
+    """A family of elementwise functions that no backend computes: ``%y = <name>(%x) {fn =
+    "exp"}`` means the algorithm ``fn`` of the family's ``library`` module, written once
+    against ``ninfer_ir.mathlib.core.Val``. The library gives ``FUNCTIONS`` (name ->
+    algorithm), ``evaluate(fn, values, dtype)`` (what the interpreter and the eager API run)
+    and ``expand(builder, fn, x, dtype)`` (what the ``expand`` pass emits as ordinary ops).
+    Everything else is derived from the class: the DSL calls and the ``I.<fn>`` functions
+    (one per name of ``FUNCTIONS``), the interpreter rule, and the emitters' note that the
+    op never reaches them. A new family is this class's subclass plus its library."""
     arity = 1
     accepts = "float"
-    #: dtypes a math function takes (its result has the same dtype)
-    dtypes = (f32, f16)
+    legalized_by = "expand"
+    #: import path of the family's library module
+    library = ""
+    #: dtypes a function takes (its result has the same dtype)
+    dtypes: tuple = ()
+
+    @classmethod
+    def lib(cls):
+        import importlib
+        return importlib.import_module(cls.library)
+
+    @classmethod
+    def functions(cls) -> tuple:
+        return tuple(cls.lib().FUNCTIONS)
 
     def infer_types(self):
         if len(self.operands) != 1:
@@ -746,26 +781,39 @@ class MathOp(ElementwiseOp):
         return [t] if isinstance(t, ScalarType) else None
 
     def verify_(self):
-        from .mathlib import FUNCTIONS
         n_operands(self, 1)
         n_results(self, 1)
         fn = attr(self, "fn", str, "a function name")
-        if fn not in FUNCTIONS:
-            raise self.error(f"unknown math function {fn!r}; use one of "
-                             f"{', '.join(sorted(FUNCTIONS))}")
+        if fn not in self.functions():
+            raise self.error(f"unknown {self.name} function {fn!r}; use one of "
+                             f"{', '.join(sorted(self.functions()))}")
         t = self.operands[0].type
         if not isinstance(t, (ScalarType, ShapedType)):
             raise self.error(f"operand has unsupported type {t}")
         dtype = t.dtype if isinstance(t, ShapedType) else t
         if dtype not in self.dtypes:
-            raise self.error(f"{fn} takes f32 or f16 values, got {dtype}")
+            raise self.error(f"{fn} takes {' or '.join(map(str, self.dtypes))} values, "
+                             f"got {dtype}")
         if self.result.type != self.infer_types()[0]:
             raise self.error(f"result type {self.result.type} must be "
                              f"{self.infer_types()[0]}")
 
 
+class MathOp(ExpandedOp):
+    """The math family: ``%y = math(%x) {fn = "exp"}``, one elementwise op for every function
+    of ``ninfer_ir.mathlib`` (``sqrt rsqrt exp exp2 log log2 tanh erf sin cos floor ceil
+    trunc rint``).
+
+    f32 results are correctly rounded (round-to-nearest-even of the exact value, C99 Annex F
+    special cases, one canonical quiet NaN ``0x7FC00000``); an f16 argument is widened to
+    f32, the f32 result is computed and rounded to f16."""
+    name = "math"
+    library = "ninfer_ir.mathlib"
+    dtypes = (f32, f16)
+
+
 OPS = MappingProxyType({cls.name: cls for cls in (
-    FuncOp, ReturnOp, ConstantOp, DimOp, SubviewOp, LoadOp, StoreOp, CopyOp,
+    FuncOp, ReturnOp, ConstantOp, ConstantTensorOp, DimOp, SubviewOp, LoadOp, StoreOp, CopyOp,
     AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp, XorOp, ShlOp, ShrOp,
     NegOp, AbsOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
     QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,
@@ -782,6 +830,7 @@ ELEMENTWISE = family(ElementwiseOp)
 UNARY = family(UnaryOp)
 BINARY = family(BinaryOp)
 CONTRACTIONS = family(ContractionOp)
+EXPANDED = family(ExpandedOp)
 
 #: ``I.<name>`` -> op class, for the elementwise ops the DSL and the eager API call by name
 DSL_CALLS = MappingProxyType({cls.dsl_call: cls for cls in sorted(ELEMENTWISE, key=lambda c: c.name)

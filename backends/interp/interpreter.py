@@ -17,7 +17,8 @@ buffer argument is the caller's array itself, and ``subview``s alias it, so stor
 land there; a tensor argument becomes a read-only view, so inputs are never written,
 and is first copied when it may share memory with a buffer argument (a tensor argument
 is its value at the call: docs/ir.md, "Arguments").
-``alloc`` gives a new zeroed array. Every result is checked against its declared type.
+``alloc`` gives a new zeroed array; a ``constant_tensor`` is its data's read-only
+array. Every result is checked against its declared type.
 
 Arguments are positional, then by parameter name (``%w`` is ``w=``). A scalar may be
 a numpy scalar or 0-d array of its dtype, or a Python int, bool or float that the
@@ -194,6 +195,10 @@ def _constant(run, step, vals):
     return step.data
 
 
+def _constant_tensor(run, step, vals):
+    return step.data
+
+
 def _dim(run, step, vals):
     return np.asarray(vals[0].shape[step.op.axis], dtype=_INDEX)
 
@@ -327,9 +332,8 @@ def _bitcast(run, step, vals):
     return semantics.bitcast(x, step.data, step.op.to).reshape(x.shape)
 
 
-def _math(run, step, vals):
-    from ninfer_ir.mathlib import evaluate
-    return evaluate(step.op.attrs["fn"], vals[0], step.data)
+def _expanded(run, step, vals):
+    return step.op.lib().evaluate(step.op.attrs["fn"], vals[0], step.data)
 
 
 # --- rules: reductions and the quantized ops -----------------------------------------
@@ -428,20 +432,22 @@ def _terminator(run, step, vals):
 _RULES = {cls: _binary for cls in O.BINARY}
 _RULES.update({cls: _unary for cls in O.UNARY})
 _RULES.update({
-    O.ConstantOp: _constant, O.DimOp: _dim, O.SubviewOp: _subview, O.LoadOp: _load,
+    O.ConstantOp: _constant, O.ConstantTensorOp: _constant_tensor, O.DimOp: _dim, O.SubviewOp: _subview, O.LoadOp: _load,
     O.StoreOp: _store, O.CopyOp: _copy, O.CmpOp: _cmp,
     O.SelectOp: _select, O.CastOp: _cast, O.BitcastOp: _bitcast,
     O.ReduceOp: _reduce, O.DotOp: _dot, O.QuantizeOp: _quantize,
     O.QuantizedDotOp: _quantized_dot, O.QuantizeIntoOp: _quantize_into,
     O.ForOp: _for, O.IfOp: _if, O.YieldOp: _terminator, O.ReturnOp: _terminator,
     O.AllocOp: _alloc, O.DeallocOp: _dealloc, O.CheckOp: _check, O.DecodeOp: _decode,
-    O.KernelCallOp: _kernel_call, O.MathOp: _math,
+    O.KernelCallOp: _kernel_call,
 })
+_RULES.update({cls: _expanded for cls in O.EXPANDED})
 #: op class -> rule; every op of ``OPS`` except ``func`` has one.
 RULES = MappingProxyType(_RULES)
 
 _PREPARE = {cls: _prep_dtype for cls in O.ELEMENTWISE}
 _PREPARE.update({O.ReduceOp: _prep_fold, O.DotOp: _prep_fold, O.ConstantOp: _prep_constant,
+                 O.ConstantTensorOp: lambda op: op.value.array,
                  O.QuantizedDotOp: _prep_order})
 
 

@@ -133,7 +133,7 @@ def _build_table():
     table.update({
         O.ForOp: _lower_for, O.IfOp: _lower_if, O.CheckOp: _lower_check,
         KernelCallOp: _lower_kernel_call,
-        O.DimOp: memory.lower_dim, O.SubviewOp: memory.lower_subview,
+        O.ConstantTensorOp: memory.lower_constant_tensor, O.DimOp: memory.lower_dim, O.SubviewOp: memory.lower_subview,
         O.LoadOp: memory.lower_load, O.StoreOp: memory.lower_store,
         O.CopyOp: memory.lower_copy, O.AllocOp: memory.lower_alloc,
         O.DeallocOp: memory.lower_dealloc,
@@ -146,10 +146,8 @@ def _build_table():
 
 
 #: op name -> why the CPU emitter never sees it (the passes remove it)
-LEGALIZED_AWAY = {
-    "quantize": "materialized by the passes into alloc + quantize_into",
-    "math": "expanded by the passes into ordinary ops (expand_math)",
-}
+LEGALIZED_AWAY = {cls.name: f"removed by the {cls.legalized_by} pass"
+                  for cls in O.OPS.values() if cls.legalized_by}
 
 LOWERINGS: dict = {}
 
