@@ -98,6 +98,27 @@ def test_the_orders_differ_on_these_inputs():
 
 
 @I.kernel
+def folds64(x: I.Tensor[I.f64, "N"], y: I.Buffer[I.f64, 3]):
+    y[0] = I.sum(x, order="tree")
+    y[1] = I.dot(x, x, order="chunk<8>")
+    y[2] = I.sum(x, order="chunk<12>/tree")
+
+
+def test_f64_folds_on_every_level():
+    module = I.lower(folds64, "cpu")
+    runners = [CompiledKernel(module, threads=1, isa=isa) for isa in _levels()]
+    rng = np.random.default_rng(2)
+    for n in (0, 1, 9, 64, 127, 128, 129, 1000, 3001):
+        x = rng.standard_normal(n) * 10.0 ** rng.integers(-5, 12, n)
+        want = np.zeros(3)
+        I.interpret(folds64, x, want)
+        for run in runners:
+            got = np.zeros(3)
+            run(x, got)
+            assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), (n, got, want)
+
+
+@I.kernel
 def rows_folds(x: I.Tensor[I.f32, "R", "N"], y: I.Buffer[I.f32, "R"], t: I.Buffer[I.f32, "R"]):
     for r in I.prange(x.shape[0]):
         y[r] = I.sum(x[r], order="chunk<16>/tree")
