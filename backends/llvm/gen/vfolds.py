@@ -7,7 +7,7 @@ operands have unit stride, and the scalar fold of ``folds.py`` otherwise:
 - ``tree``: an aligned block of ``2^m`` elements is a complete subtree of the
   adjacent-pair tree, and the tree of ``L`` elements is the tree of its level-``m``
   nodes (the full blocks, then the tree of the tail when ``L`` is not a multiple).
-  A block of ``16 V`` elements is summed in registers: adjacent vectors are merged
+  A block of ``8 V`` elements is summed in registers: adjacent vectors are merged
   pairwise (``even lanes + odd lanes`` of the pair, earlier + later), down to one
   vector, whose lanes are merged the same way down to one value. The tail is the
   tree of its ``V``-blocks, then of its last ``< V`` elements (scalar).
@@ -38,7 +38,7 @@ __all__ = ["lane_count", "unit_stride_loader", "vector_fold", "TREE_BLOCK"]
 I32 = ir.IntType(32)
 _VECTOR_BITS = {"avx512vnni": 512, "avx2": 256}
 #: vectors summed in registers per tree block
-TREE_BLOCK = 16
+TREE_BLOCK = 8
 
 
 def lane_count(e, t) -> int:
@@ -183,9 +183,11 @@ def _chunk_group(e, base, k, load, combine, neutral, lanes, last=None):
     return acc
 
 
-def _chunked(e, n, order, load, elem, combine, identity, neutral, lanes, scalar_fold):
+def _chunked(e, n, order, load, elem, combine, identity, neutral, lanes):
     """``chunk<K>`` and ``chunk<K>/tree``: full groups of ``W`` whole chunks, then one
-    group of the remaining whole chunks (fewer lanes used), then a last partial chunk."""
+    group of the remaining whole chunks (fewer lanes used), then a last partial chunk.
+    Returns ``(emit, usable)``: ``usable`` (i1, or None: always) says whether ``emit()``
+    may be used (``seq`` on top needs one whole chunk to start from)."""
     from ninfer_ir.backends.llvm.gen.folds import fold_loop, seq_fold, tree_fold
     b = e.b
     k = order.chunk
@@ -225,7 +227,7 @@ def _chunked(e, n, order, load, elem, combine, identity, neutral, lanes, scalar_
         def top(g):
             return _branch(e, b.icmp_signed("<", g, groups),
                            lambda: _lanes_tree(b, combine, sums(g)), tail)
-        return tree_fold(e, count, top, combine, identity)
+        return (lambda: tree_fold(e, count, top, combine, identity)), None
 
     def vector_path():
         def add_group(g, vals):
@@ -242,7 +244,7 @@ def _chunked(e, n, order, load, elem, combine, identity, neutral, lanes, scalar_
             return out
         acc = _branch(e, b.icmp_signed(">", left, i64c(0)), add_left, lambda: acc)
         return _branch(e, partial, lambda: combine(acc, chunk_sum(whole)), lambda: acc)
-    return _branch(e, b.icmp_signed(">", whole, i64c(0)), vector_path, scalar_fold)
+    return vector_path, b.icmp_signed(">", whole, i64c(0))
 
 
 def vector_fold(e, n, loader, elem, combine, identity, neutral, order: SumOrder,
@@ -257,10 +259,12 @@ def vector_fold(e, n, loader, elem, combine, identity, neutral, order: SumOrder,
         if lanes < 2:
             return None
 
-    def vector():
-        if order.chunk is not None:
-            return _chunked(e, n, order, load, elem, combine, identity, neutral, lanes,
-                            scalar_fold)
-        return _tree_blocks(e, i64c(0), n, [TREE_BLOCK * lanes, lanes], load, elem, combine,
-                            identity, lanes)
+    if order.chunk is not None:
+        vector, usable = _chunked(e, n, order, load, elem, combine, identity, neutral, lanes)
+        if usable is not None:
+            ok = e.b.and_(ok, usable)
+    else:
+        def vector():
+            return _tree_blocks(e, i64c(0), n, [TREE_BLOCK * lanes, lanes], load, elem,
+                                combine, identity, lanes)
     return _branch(e, ok, vector, scalar_fold)
