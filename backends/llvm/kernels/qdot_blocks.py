@@ -67,24 +67,29 @@ def _codes_q4_0(b, rec):
     return b.sub(_nibbles(b, rec, q4_0.field("q").start), splat(I8, BLOCK, 8))
 
 
-def _fifth_bits(b, rec):
-    """<32 x i8>: 16 where bit j of Q5_0's qh is set, else 0 (byte j//8 tested against
-    1 << j%8: a byte shuffle and a test, no per-lane shifts)."""
-    qh = load(b, rec, q5_0.field("qh").start, vec(I8, 4))
-    spread = shuffle(b, qh, qh, [j // 8 for j in range(BLOCK)])
-    bit = b.and_(spread, const_vec(I8, [1 << (j % 8) for j in range(BLOCK)]))
-    return b.select(b.icmp_unsigned("!=", bit, zero(V32B)), splat(I8, BLOCK, 16), zero(V32B))
+def _fifth_bits(b, rec, isa):
+    """<32 x i8>: 16 where bit j of Q5_0's qh is set, else 0. AVX-512: the word is the
+    lane mask itself (bit j is lane j of the ``<32 x i1>``); elsewhere byte j//8 is
+    tested against 1 << j%8 (a byte shuffle and a test, no per-lane shifts)."""
+    if isa == "avx512vnni":
+        mask = b.bitcast(load(b, rec, q5_0.field("qh").start, I32), vec(ir.IntType(1), BLOCK))
+    else:
+        qh = load(b, rec, q5_0.field("qh").start, vec(I8, 4))
+        spread = shuffle(b, qh, qh, [j // 8 for j in range(BLOCK)])
+        bit = b.and_(spread, const_vec(I8, [1 << (j % 8) for j in range(BLOCK)]))
+        mask = b.icmp_unsigned("!=", bit, zero(V32B))
+    return b.select(mask, splat(I8, BLOCK, 16), zero(V32B))
 
 
-def _unsigned_q4_0(b, rec):
+def _unsigned_q4_0(b, rec, isa):
     return _nibbles(b, rec, q4_0.field("q").start)
 
 
-def _unsigned_q5_0(b, rec):
-    return b.or_(_nibbles(b, rec, q5_0.field("q").start), _fifth_bits(b, rec))
+def _unsigned_q5_0(b, rec, isa):
+    return b.or_(_nibbles(b, rec, q5_0.field("q").start), _fifth_bits(b, rec, isa))
 
 
-def _unsigned_q8_0(b, rec):
+def _unsigned_q8_0(b, rec, isa):
     return b.xor(load(b, rec, q8_0.field("q").start, V32B), splat(I8, BLOCK, 0x80))
 
 
@@ -154,7 +159,7 @@ def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
     with for_range(b, 0, count, name="g") as g:
         wrec = b.gep(w, [b.mul(g, w_rec)])
         xrec = b.gep(x, [b.mul(g, x_rec)])
-        codes = _signed(b, unsigned_of(b, wrec), bias)
+        codes = _signed(b, unsigned_of(b, wrec, isa), bias)
         s = reduce_add(b, module, _pair_sums(b, codes, load(b, xrec, _XQ, V32B)))
         v = value_of(b, b.sitofp(s, F32), _half(b, load(b, wrec, 0, I16), isa),
                      _half(b, load(b, xrec, 0, I16), isa))
@@ -183,7 +188,8 @@ def _row_pair_core(module, isa, stem, unsigned_of, bias):
                            [V16I, vec(I8, 64), vec(I8, 64)])
 
         def vnni(b, rec_a, rec_b, xq):
-            u = shuffle(b, unsigned_of(b, rec_a), unsigned_of(b, rec_b), range(2 * BLOCK))
+            u = shuffle(b, unsigned_of(b, rec_a, isa), unsigned_of(b, rec_b, isa),
+                        range(2 * BLOCK))
             return b.call(dpbusd, [zero(V16I), u, shuffle(b, xq, xq, range(2 * BLOCK))])
         return vnni, True
     if isa == "avx2":
@@ -193,7 +199,7 @@ def _row_pair_core(module, isa, stem, unsigned_of, bias):
         ones = splat(I16, 16, 1)
         if bias < 64:
             def avx2(b, rec_a, rec_b, xq):
-                part = [b.call(maddwd, [b.call(maddubs, [unsigned_of(b, r), xq]), ones])
+                part = [b.call(maddwd, [b.call(maddubs, [unsigned_of(b, r, isa), xq]), ones])
                         for r in (rec_a, rec_b)]
                 return shuffle(b, part[0], part[1], range(LANES))
             return avx2, True
@@ -203,7 +209,7 @@ def _row_pair_core(module, isa, stem, unsigned_of, bias):
             x_lo, x_hi = (shuffle(b, xw, xw, range(h, h + 16)) for h in (0, 16))
             part = []
             for r in (rec_a, rec_b):
-                cw = b.sext(_signed(b, unsigned_of(b, r), bias), vec(I16, BLOCK))
+                cw = b.sext(_signed(b, unsigned_of(b, r, isa), bias), vec(I16, BLOCK))
                 lo = b.call(maddwd, [shuffle(b, cw, cw, range(16)), x_lo])
                 hi = b.call(maddwd, [shuffle(b, cw, cw, range(16, 32)), x_hi])
                 part.append(b.add(lo, hi))
@@ -211,7 +217,7 @@ def _row_pair_core(module, isa, stem, unsigned_of, bias):
         return avx2_signed, False
 
     def portable(b, rec_a, rec_b, xq):
-        part = [_halves(b, _pair_sums(b, _signed(b, unsigned_of(b, r), bias), xq))
+        part = [_halves(b, _pair_sums(b, _signed(b, unsigned_of(b, r, isa), bias), xq))
                 for r in (rec_a, rec_b)]
         return shuffle(b, part[0], part[1], range(LANES))
     return portable, False
