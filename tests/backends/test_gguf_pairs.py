@@ -222,3 +222,31 @@ def test_cuda_source_of_every_pair_compiles_exactly():
     for module in [text(GEMV, p) for p in SMALL_PAIRS] + [SCALED_QUANTIZE]:
         ptx = emit_cuda(I.lower(I.parse(module)), kind="ptx")
         assert "fma.rn.f32" not in ptx and ".ftz" not in ptx
+
+
+@pytest.mark.gpu
+def test_cuda_gemv_and_quantize_equal_the_interpreter():
+    from ninfer_ir.backends.cuda.runtime import gpu_available
+    ok, why = gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    import cupy
+    rng = np.random.default_rng(12)
+    for pair in SMALL_PAIRS:
+        module = I.parse(text(GEMV, pair))
+        for n, g in ((37, 7), (1, 1), (20, 300)):
+            w = weights(rng, pair, n, g)
+            x = activations(rng, g)
+            want = np.zeros(n, F32)
+            interpret(module, w, x, want)
+            y = cupy.zeros(n, dtype=cupy.float32)
+            I.compile(module, target="cuda")(cupy.asarray(w), cupy.asarray(x), y)
+            same(y.get(), want)
+    module = I.parse(SCALED_QUANTIZE)
+    x = activations(rng, 9)
+    same(cupy.asnumpy(I.compile(module, target="cuda")(cupy.asarray(x), F32(0.5))),
+         interpret(module, x, F32(0.5)))
+    x[6, 2] = np.inf
+    with pytest.raises(I.DomainError) as e:
+        I.compile(module, target="cuda")(cupy.asarray(x), F32(0.5))
+    assert str(e.value) == "quantize q8_0: record 6: input holds NaN or inf"
