@@ -1,0 +1,236 @@
+"""K-quant dot kernels Q2_K/Q3_K/Q5_K/Q6_K x Q8_K (docs/spec/quantized-kquants.md).
+
+Per pair two exported functions with the C ABI of the Q4_K ones (``qdot``)::
+
+    float ninfer_<stem>_dot(i8* w, i64 w_rec_stride_bytes,
+                            i8* x, i64 x_rec_stride_bytes, i64 G)
+    void  ninfer_<stem>_dot_rows(i8* w, i64 w_row_stride_bytes, i64 w_rec_stride_bytes,
+                                 i8* x, i64 x_rec_stride_bytes, i64 G,
+                                 i64 nrows, float* y, i64 y_stride_elems)
+
+Every load is byte-aligned and stays inside its record. Inputs are only read.
+
+A record is walked in eight chunks of 32 elements. Chunk c gives the
+unsigned codes ``u`` (``<32 x i8>``, u <= 63, in logical element order) and
+the Q8_K quants ``x`` of elements ``32c .. 32c+31``; the weight level is
+``u - bias`` (bias 0, 4 or 32). The exact integers, per chunk:
+
+* x86 levels: ``pairs = vpmaddubsw(u, x) - vpmaddubsw(bias, x)``. Each i16
+  term sums two products of magnitude <= 63*128 (first operand unsigned), so
+  it never saturates (<= 16,128), and the difference is the pair's exact
+  ``sum((u - bias) * x)``, |.| <= 2*32*128 = 8,192, so the wrapping i16
+  subtraction is exact. Then ``vpmaddwd(pairs, scale)`` with each pair's
+  sub-block scale (|scale| <= 128) gives i32 lanes of |.| <= 2*8,192*128,
+  summed into an i32 accumulator whose partial sums are partial sums of S,
+  bounded by |S| < 2**27 (spec §4.2).
+* portable: ``(u - bias)`` and ``x`` widened to i32, multiplied with the
+  scale widened to i32, summed lane-wise and with ``llvm.vector.reduce.add``.
+
+T (Q2_K, Q5_K) is the stored bsum (i16) times each group's min, summed in
+i32 (|T| <= 16*15*32768). The float steps are the spec's, one rounding each,
+with plain instructions (no FMA contraction, no fast-math flags)::
+
+    p = f32(d) * sitofp(S);  [p = p - f32(dmin) * sitofp(T)];  v = ds * p
+
+and a row's result is ``((v0 + v1) + v2) + ...`` (G = 1: v0; G <= 0: +0.0).
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ninfer_ir.numerics.quantized_kquants import KQUANTS, KQuant
+from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, decode_scales_bytes,
+                                                  reduce_add)
+from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, const, const_vec,
+                                                 entry_alloca, for_range, half_bits_to_float,
+                                                 i32, i64, intrinsic, load, shuffle, splat, vec,
+                                                 zero)
+
+__all__ = ["add_dot", "add_rows"]
+
+Q8_QS = 4
+Q8_BSUM = 260
+_ROW_ARGS = ("w", "w_row_stride", "w_rec_stride", "x", "x_rec_stride", "G", "nrows", "y",
+             "y_stride")
+V32 = vec(I8, 32)
+
+
+def _kind(pair) -> KQuant:
+    return KQUANTS[pair.lhs.name]
+
+
+# --- unpacking: codes of chunk c and the scale table -------------------------------------
+
+def _shr_mask(b, v, shift: int, mask: int):
+    """``(v >> shift) & mask`` on ``<32 x i8>`` (the shift in 16-bit lanes; the mask
+    removes the bits that crossed a byte)."""
+    if shift:
+        v = b.bitcast(b.lshr(b.bitcast(v, vec(I16, 16)), splat(I16, 16, shift)), V32)
+    return b.and_(v, splat(I8, 32, mask))
+
+
+def _codes(b, kind: KQuant, w, c: int):
+    """The codes u of elements 32c .. 32c+31 (spec §2), ``<32 x i8>``."""
+    name = kind.name
+    if name == "q2_k":
+        return _shr_mask(b, load(b, w, 16 + 32 * (c // 4), V32), 2 * (c % 4), 3)
+    if name == "q3_k":
+        low = _shr_mask(b, load(b, w, 32 + 32 * (c // 4), V32), 2 * (c % 4), 3)
+        high = _shr_mask(b, load(b, w, 0, V32), c, 1)
+        return b.or_(low, b.shl(high, splat(I8, 32, 2)))
+    if name == "q5_k":
+        low = _shr_mask(b, load(b, w, 48 + 32 * (c // 2), V32), 4 * (c % 2), 15)
+        high = _shr_mask(b, load(b, w, 16, V32), c, 1)
+        return b.or_(low, b.shl(high, splat(I8, 32, 4)))
+    if name == "q6_k":
+        h, q = divmod(c, 4)
+        low = _shr_mask(b, load(b, w, 64 * h + 32 * (q % 2), V32), 4 * (q // 2), 15)
+        high = _shr_mask(b, load(b, w, 128 + 32 * h, V32), 2 * q, 3)
+        return b.or_(low, b.shl(high, splat(I8, 32, 4)))
+    raise ValueError(name)
+
+
+def _scale_table(b, kind: KQuant, w):
+    """``(scales, mins)``: ``<16 x i8>`` holding each sub-block's scale as a signed byte
+    in lane j (Q5_K: lanes 0-7), and the mins (Q2_K: lanes 0-15, Q5_K: lanes 8-15 of
+    the same table) or None."""
+    name = kind.name
+    if name == "q2_k":
+        s = load(b, w, 0, vec(I8, 16))
+        return b.and_(s, splat(I8, 16, 15)), _shr16(b, s, 4, 15)
+    if name == "q3_k":
+        low8 = load(b, w, 96, vec(I8, 8))
+        high4 = load(b, w, 104, vec(I8, 4))
+        lo = shuffle(b, low8, low8, list(range(8)) * 2)
+        lo = b.and_(b.lshr(lo, const_vec(I8, [0] * 8 + [4] * 8)), splat(I8, 16, 15))
+        hi = shuffle(b, high4, high4, list(range(4)) * 4)
+        hi = b.and_(b.lshr(hi, const_vec(I8, [0] * 4 + [2] * 4 + [4] * 4 + [6] * 4)),
+                    splat(I8, 16, 3))
+        sc = b.or_(lo, b.shl(hi, splat(I8, 16, 4)))
+        return b.sub(sc, splat(I8, 16, 32)), None
+    if name == "q5_k":
+        table = decode_scales_bytes(b, load(b, w, 0, vec(I32, 4)))   # sc0..7, m0..7
+        return table, table
+    if name == "q6_k":
+        return load(b, w, 192, vec(I8, 16)), None
+    raise ValueError(name)
+
+
+def _shr16(b, v, shift, mask):
+    return b.and_(b.lshr(v, splat(I8, 16, shift)), splat(I8, 16, mask))
+
+
+def _lanes(b, table, picks, ty):
+    """``<len(picks) x ty>``: lane k is byte ``picks[k]`` of ``table``, sign-extended."""
+    return b.sext(shuffle(b, table, table, picks), vec(ty, len(picks)))
+
+
+def _chunk_scale_picks(kind: KQuant, c: int, per: int):
+    """Scale index of each of 32/per consecutive groups of ``per`` elements of chunk c."""
+    return [(32 * c + per * k) // kind.sub for k in range(32 // per)]
+
+
+def _min_terms(b, kind: KQuant, mins, xrec, wide: bool, module):
+    """T: the stored bsum times the mins, exact in i32."""
+    bsum = load(b, xrec, Q8_BSUM, vec(I16, 16))
+    picks = list(range(16)) if kind.name == "q2_k" else [8 + k // 2 for k in range(16)]
+    if wide:
+        m = _lanes(b, mins, picks, I32)
+        return reduce_add(b, module, b.mul(b.sext(bsum, vec(I32, 16)), m))
+    maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),
+                       [vec(I16, 16), vec(I16, 16)])
+    return reduce_add(b, module, b.call(maddwd, [bsum, _lanes(b, mins, picks, I16)]))
+
+
+# --- the record cores ------------------------------------------------------------------
+
+def _stats_x86(b, module, kind: KQuant, w, xrec):
+    maddubs = intrinsic(module, "llvm.x86.avx2.pmadd.ub.sw", vec(I16, 16), [V32, V32])
+    maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),
+                       [vec(I16, 16), vec(I16, 16)])
+    scales, mins = _scale_table(b, kind, w)
+    acc = zero(vec(I32, 8))
+    for c in range(8):
+        u = _codes(b, kind, w, c)
+        x = load(b, xrec, Q8_QS + 32 * c, V32)
+        pairs = b.call(maddubs, [u, x])
+        if kind.bias:
+            pairs = b.sub(pairs, b.call(maddubs, [splat(I8, 32, kind.bias), x]))
+        scale = _lanes(b, scales, _chunk_scale_picks(kind, c, 2), I16)
+        acc = b.add(acc, b.call(maddwd, [pairs, scale]))
+    s = reduce_add(b, module, acc)
+    t = _min_terms(b, kind, mins, xrec, False, module) if kind.has_mins else None
+    return s, t
+
+
+def _stats_portable(b, module, kind: KQuant, w, xrec):
+    wide = vec(I32, 32)
+    scales, mins = _scale_table(b, kind, w)
+    acc = zero(wide)
+    for c in range(8):
+        level = b.sub(b.zext(_codes(b, kind, w, c), wide), splat(I32, 32, kind.bias))
+        x = b.sext(load(b, xrec, Q8_QS + 32 * c, V32), wide)
+        scale = _lanes(b, scales, _chunk_scale_picks(kind, c, 1), I32)
+        acc = b.add(acc, b.mul(b.mul(level, x), scale))
+    s = reduce_add(b, module, acc)
+    t = _min_terms(b, kind, mins, xrec, True, module) if kind.has_mins else None
+    return s, t
+
+
+def _half(b, w, offset: int, isa: str):
+    """f32 of the binary16 at ``offset``, exactly."""
+    if isa == "portable":
+        return half_bits_to_float(b, load(b, w, offset, I16))
+    return b.fpext(b.bitcast(load(b, w, offset, I16), F16), F32)
+
+
+def _record_value(b, module, kind: KQuant, isa: str, w, xrec):
+    stats = _stats_portable if isa == "portable" else _stats_x86
+    s, t = stats(b, module, kind, w, xrec)
+    p = b.fmul(_half(b, w, kind.d, isa), b.sitofp(s, F32))
+    if kind.has_mins:
+        p = b.fsub(p, b.fmul(_half(b, w, kind.dmin, isa), b.sitofp(t, F32)))
+    return b.fmul(load(b, xrec, 0, F32), p)
+
+
+def _row_sum(b, module, kind, isa, wrow, w_rec, x, x_rec, count, acc):
+    """acc = v0 + v1 + ... in order (count >= 1); the first v initialises it."""
+    with for_range(b, 0, count, name="g") as g:
+        w = b.gep(wrow, [b.mul(g, w_rec)])
+        xrec = b.gep(x, [b.mul(g, x_rec)])
+        v = _record_value(b, module, kind, isa, w, xrec)
+        first = b.icmp_signed("==", g, i64(0))
+        b.store(b.select(first, v, b.fadd(b.load(acc), v)), acc)
+
+
+def add_dot(module: ir.Module, isa: str, pair) -> ir.Function:
+    """Add ``ninfer_<stem>_dot`` for ``isa`` to ``module``."""
+    kind = _kind(pair)
+    fn = ir.Function(module, DOT_TYPE, name=pair.cpu_dot)
+    w, w_rec, x, x_rec, count = fn.args
+    for arg, name in zip(fn.args, ("w", "w_rec_stride", "x", "x_rec_stride", "G")):
+        arg.name = name
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    acc = entry_alloca(b, F32, "acc")
+    b.store(const(F32, 0.0), acc)
+    _row_sum(b, module, kind, isa, w, w_rec, x, x_rec, count, acc)
+    b.ret(b.load(acc))
+    return fn
+
+
+def add_rows(module: ir.Module, isa: str, pair) -> ir.Function:
+    """Add ``ninfer_<stem>_dot_rows`` for ``isa``: row by row, record by record."""
+    kind = _kind(pair)
+    fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
+    for arg, name in zip(fn.args, _ROW_ARGS):
+        arg.name = name
+    w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    acc = entry_alloca(b, F32, "acc")
+    with for_range(b, 0, nrows, name="r") as r:
+        b.store(const(F32, 0.0), acc)
+        _row_sum(b, module, kind, isa, b.gep(w, [b.mul(r, w_row)]), w_rec, x, x_rec, count,
+                 acc)
+        b.store(b.load(acc), b.gep(y, [b.mul(r, y_stride)]), align=4)
+    b.ret_void()
+    return fn
