@@ -61,32 +61,47 @@ def _kind(pair) -> KQuant:
 
 # --- unpacking: codes of chunk c and the scale table -------------------------------------
 
-def _shr_mask(b, v, shift: int, mask: int):
-    """``(v >> shift) & mask`` on ``<32 x i8>`` (the shift in 16-bit lanes; the mask
-    removes the bits that crossed a byte)."""
-    if shift:
-        v = b.bitcast(b.lshr(b.bitcast(v, vec(I16, 16)), splat(I16, 16, shift)), V32)
-    return b.and_(v, splat(I8, 32, mask))
+def _field(b, w, parts, mask: int):
+    """``(src >> shift) & mask`` of 32-byte sources, concatenated: ``parts`` lists one
+    ``(byte offset, shift)`` per 32 lanes. The shift runs in 16-bit lanes (one
+    variable shift for all parts); the mask removes the bits that crossed a byte."""
+    srcs = {}
+    for off, _ in parts:
+        if off not in srcs:
+            srcs[off] = load(b, w, off, V32)
+    v = srcs[parts[0][0]]
+    for k in range(1, len(parts)):
+        nxt = srcs[parts[k][0]]
+        if k > 1:       # widen the second operand to the running width
+            nxt = shuffle(b, nxt, nxt, list(range(32)) + [-1] * (32 * k - 32))
+        v = shuffle(b, v, nxt, list(range(32 * (k + 1))))
+    n = 32 * len(parts)
+    shifts = [sh for _, sh in parts for _ in range(16)]
+    if any(shifts):
+        words = b.bitcast(v, vec(I16, n // 2))
+        v = b.bitcast(b.lshr(words, const_vec(I16, shifts)), vec(I8, n))
+    return b.and_(v, splat(I8, n, mask))
 
 
-def _codes(b, kind: KQuant, w, c: int):
-    """The codes u of elements 32c .. 32c+31 (spec §2), ``<32 x i8>``."""
+def _codes(b, kind: KQuant, w, chunks):
+    """The codes u of the elements of ``chunks`` (32 each, spec §2), ``<32*len x i8>``."""
     name = kind.name
+    n = 32 * len(chunks)
+
+    def high(low, parts, mask, at):
+        return b.or_(low, b.shl(_field(b, w, parts, mask), splat(I8, n, at)))
+
     if name == "q2_k":
-        return _shr_mask(b, load(b, w, 16 + 32 * (c // 4), V32), 2 * (c % 4), 3)
+        return _field(b, w, [(16 + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3)
     if name == "q3_k":
-        low = _shr_mask(b, load(b, w, 32 + 32 * (c // 4), V32), 2 * (c % 4), 3)
-        high = _shr_mask(b, load(b, w, 0, V32), c, 1)
-        return b.or_(low, b.shl(high, splat(I8, 32, 2)))
+        low = _field(b, w, [(32 + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3)
+        return high(low, [(0, c) for c in chunks], 1, 2)
     if name == "q5_k":
-        low = _shr_mask(b, load(b, w, 48 + 32 * (c // 2), V32), 4 * (c % 2), 15)
-        high = _shr_mask(b, load(b, w, 16, V32), c, 1)
-        return b.or_(low, b.shl(high, splat(I8, 32, 4)))
+        low = _field(b, w, [(48 + 32 * (c // 2), 4 * (c % 2)) for c in chunks], 15)
+        return high(low, [(16, c) for c in chunks], 1, 4)
     if name == "q6_k":
-        h, q = divmod(c, 4)
-        low = _shr_mask(b, load(b, w, 64 * h + 32 * (q % 2), V32), 4 * (q // 2), 15)
-        high = _shr_mask(b, load(b, w, 128 + 32 * h, V32), 2 * q, 3)
-        return b.or_(low, b.shl(high, splat(I8, 32, 4)))
+        low = _field(b, w, [(64 * (c // 4) + 32 * (c % 2), 4 * (c % 4 // 2)) for c in chunks], 15)
+        return high(low, [(128 + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3, 4)
     raise ValueError(name)
 
 
@@ -144,20 +159,28 @@ def _min_terms(b, kind: KQuant, mins, xrec, wide: bool, module):
 
 # --- the record cores ------------------------------------------------------------------
 
-def _stats_x86(b, module, kind: KQuant, w, xrec):
-    maddubs = intrinsic(module, "llvm.x86.avx2.pmadd.ub.sw", vec(I16, 16), [V32, V32])
-    maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),
-                       [vec(I16, 16), vec(I16, 16)])
+_X86 = {   # chunks per step: (maddubs, maddwd) intrinsics and their widths
+    1: ("llvm.x86.avx2.pmadd.ub.sw", "llvm.x86.avx2.pmadd.wd"),
+    2: ("llvm.x86.avx512.pmaddubs.w.512", "llvm.x86.avx512.pmaddw.d.512"),
+}
+
+
+def _stats_x86(b, module, kind: KQuant, w, xrec, step: int):
+    n = 32 * step
+    ub, wd = _X86[step]
+    maddubs = intrinsic(module, ub, vec(I16, n // 2), [vec(I8, n), vec(I8, n)])
+    maddwd = intrinsic(module, wd, vec(I32, n // 4), [vec(I16, n // 2), vec(I16, n // 2)])
     scales, mins = _scale_table(b, kind, w)
-    acc = zero(vec(I32, 8))
-    for c in range(8):
-        u = _codes(b, kind, w, c)
-        x = load(b, xrec, Q8_QS + 32 * c, V32)
+    acc = zero(vec(I32, n // 4))
+    for c0 in range(0, 8, step):
+        chunks = list(range(c0, c0 + step))
+        u = _codes(b, kind, w, chunks)
+        x = load(b, xrec, Q8_QS + 32 * c0, vec(I8, n))
         pairs = b.call(maddubs, [u, x])
         if kind.bias:
-            pairs = b.sub(pairs, b.call(maddubs, [splat(I8, 32, kind.bias), x]))
-        scale = _lanes(b, scales, _chunk_scale_picks(kind, c, 2), I16)
-        acc = b.add(acc, b.call(maddwd, [pairs, scale]))
+            pairs = b.sub(pairs, b.call(maddubs, [splat(I8, n, kind.bias), x]))
+        picks = [p for c in chunks for p in _chunk_scale_picks(kind, c, 2)]
+        acc = b.add(acc, b.call(maddwd, [pairs, _lanes(b, scales, picks, I16)]))
     s = reduce_add(b, module, acc)
     t = _min_terms(b, kind, mins, xrec, False, module) if kind.has_mins else None
     return s, t
@@ -168,7 +191,7 @@ def _stats_portable(b, module, kind: KQuant, w, xrec):
     scales, mins = _scale_table(b, kind, w)
     acc = zero(wide)
     for c in range(8):
-        level = b.sub(b.zext(_codes(b, kind, w, c), wide), splat(I32, 32, kind.bias))
+        level = b.sub(b.zext(_codes(b, kind, w, [c]), wide), splat(I32, 32, kind.bias))
         x = b.sext(load(b, xrec, Q8_QS + 32 * c, V32), wide)
         scale = _lanes(b, scales, _chunk_scale_picks(kind, c, 1), I32)
         acc = b.add(acc, b.mul(b.mul(level, x), scale))
@@ -185,22 +208,26 @@ def _half(b, w, offset: int, isa: str):
 
 
 def _record_value(b, module, kind: KQuant, isa: str, w, xrec):
-    stats = _stats_portable if isa == "portable" else _stats_x86
-    s, t = stats(b, module, kind, w, xrec)
+    if isa == "portable":
+        s, t = _stats_portable(b, module, kind, w, xrec)
+    else:
+        s, t = _stats_x86(b, module, kind, w, xrec, 2 if isa == "avx512vnni" else 1)
     p = b.fmul(_half(b, w, kind.d, isa), b.sitofp(s, F32))
     if kind.has_mins:
         p = b.fsub(p, b.fmul(_half(b, w, kind.dmin, isa), b.sitofp(t, F32)))
     return b.fmul(load(b, xrec, 0, F32), p)
 
 
-def _row_sum(b, module, kind, isa, wrow, w_rec, x, x_rec, count, acc):
-    """acc = v0 + v1 + ... in order (count >= 1); the first v initialises it."""
+def _row_sums(b, module, kind, isa, wrows, w_rec, x, x_rec, count, accs):
+    """accs[k] = v0 + v1 + ... of row ``wrows[k]``, in record order (count >= 1); the
+    first v initialises it. The rows share each Q8_K record's loads and its bias terms
+    (identical pure values, merged by the optimiser)."""
     with for_range(b, 0, count, name="g") as g:
-        w = b.gep(wrow, [b.mul(g, w_rec)])
         xrec = b.gep(x, [b.mul(g, x_rec)])
-        v = _record_value(b, module, kind, isa, w, xrec)
         first = b.icmp_signed("==", g, i64(0))
-        b.store(b.select(first, v, b.fadd(b.load(acc), v)), acc)
+        for wrow, acc in zip(wrows, accs):
+            v = _record_value(b, module, kind, isa, b.gep(wrow, [b.mul(g, w_rec)]), xrec)
+            b.store(b.select(first, v, b.fadd(b.load(acc), v)), acc)
 
 
 def add_dot(module: ir.Module, isa: str, pair) -> ir.Function:
@@ -213,24 +240,33 @@ def add_dot(module: ir.Module, isa: str, pair) -> ir.Function:
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     acc = entry_alloca(b, F32, "acc")
     b.store(const(F32, 0.0), acc)
-    _row_sum(b, module, kind, isa, w, w_rec, x, x_rec, count, acc)
+    _row_sums(b, module, kind, isa, [w], w_rec, x, x_rec, count, [acc])
     b.ret(b.load(acc))
     return fn
 
 
+ROW_BLOCK = 4     # rows that share one pass over the Q8_K records
+
+
 def add_rows(module: ir.Module, isa: str, pair) -> ir.Function:
-    """Add ``ninfer_<stem>_dot_rows`` for ``isa``: row by row, record by record."""
+    """Add ``ninfer_<stem>_dot_rows`` for ``isa``: blocks of ``ROW_BLOCK`` rows, then
+    the last rows one by one; each row exactly as ``dot``."""
     kind = _kind(pair)
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
     for arg, name in zip(fn.args, _ROW_ARGS):
         arg.name = name
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    acc = entry_alloca(b, F32, "acc")
-    with for_range(b, 0, nrows, name="r") as r:
-        b.store(const(F32, 0.0), acc)
-        _row_sum(b, module, kind, isa, b.gep(w, [b.mul(r, w_row)]), w_rec, x, x_rec, count,
-                 acc)
-        b.store(b.load(acc), b.gep(y, [b.mul(r, y_stride)]), align=4)
+    accs = [entry_alloca(b, F32, f"acc{k}") for k in range(ROW_BLOCK)]
+    blocked = b.mul(b.sdiv(nrows, i64(ROW_BLOCK)), i64(ROW_BLOCK))
+    for lo, hi, step in ((i64(0), blocked, ROW_BLOCK), (blocked, nrows, 1)):
+        with for_range(b, lo, hi, step, name=f"r{step}") as r:
+            rows = [b.add(r, i64(k)) for k in range(step)]
+            for acc in accs[:step]:
+                b.store(const(F32, 0.0), acc)
+            _row_sums(b, module, kind, isa, [b.gep(w, [b.mul(rk, w_row)]) for rk in rows],
+                      w_rec, x, x_rec, count, accs[:step])
+            for rk, acc in zip(rows, accs):
+                b.store(b.load(acc), b.gep(y, [b.mul(rk, y_stride)]), align=4)
     b.ret_void()
     return fn
