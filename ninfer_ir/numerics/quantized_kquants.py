@@ -31,7 +31,8 @@ from typing import Callable
 import numpy as np
 
 __all__ = ["KQuant", "KQUANTS", "Q2_K", "Q3_K", "Q5_K", "Q6_K", "Q8Side", "fields",
-           "record_values"]
+           "record_values", "values_q2k_q8k", "values_q3k_q8k", "values_q5k_q8k",
+           "values_q6k_q8k"]
 
 _BLOCK = 256
 _Q8_RECORD = 292
@@ -173,8 +174,30 @@ def record_values(kind: KQuant, lhs: np.ndarray, rhs: Q8Side) -> np.ndarray:
     with np.errstate(all="ignore"):
         p = np.multiply(d, fs, dtype=np.float32)
         if kind.has_mins:
-            group = rhs.bsum.reshape(rhs.bsum.shape[:-1] + (m.shape[-1], -1)).sum(axis=-1)
+            group = rhs.bsum.reshape(rhs.bsum.shape[:-1] + (m.shape[-1], 16 // m.shape[-1])).sum(axis=-1)
             t = (group * m.astype(np.int64)).sum(axis=-1)
             ft = t.astype(np.float64).astype(np.float32)
             p = np.subtract(p, np.multiply(dmin, ft, dtype=np.float32), dtype=np.float32)
         return np.multiply(rhs.ds, p, dtype=np.float32)
+
+
+# --- the oracle entries of the dot-pair table: values_<stem>(lhs, rhs) -> v_b ----------------
+
+def values_q2k_q8k(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``v_b`` of Q2_K records ``[..., G, 84]`` and Q8_K records ``[G, 292]``."""
+    return record_values(Q2_K, lhs, Q8Side(rhs))
+
+
+def values_q3k_q8k(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``v_b`` of Q3_K records ``[..., G, 110]`` and Q8_K records ``[G, 292]``."""
+    return record_values(Q3_K, lhs, Q8Side(rhs))
+
+
+def values_q5k_q8k(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``v_b`` of Q5_K records ``[..., G, 176]`` and Q8_K records ``[G, 292]``."""
+    return record_values(Q5_K, lhs, Q8Side(rhs))
+
+
+def values_q6k_q8k(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``v_b`` of Q6_K records ``[..., G, 210]`` and Q8_K records ``[G, 292]``."""
+    return record_values(Q6_K, lhs, Q8Side(rhs))
