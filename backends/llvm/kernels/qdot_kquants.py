@@ -145,16 +145,23 @@ def _chunk_scale_picks(kind: KQuant, c: int, per: int):
     return [(32 * c + per * k) // kind.sub for k in range(32 // per)]
 
 
-def _min_terms(b, kind: KQuant, mins, xrec, wide: bool, module):
-    """T: the stored bsum times the mins, exact in i32."""
-    bsum = load(b, xrec, Q8_BSUM, vec(I16, 16))
-    picks = list(range(16)) if kind.name == "q2_k" else [8 + k // 2 for k in range(16)]
-    if wide:
-        m = _lanes(b, mins, picks, I32)
-        return reduce_add(b, module, b.mul(b.sext(bsum, vec(I32, 16)), m))
+def _min_picks(kind: KQuant):
+    """The min of each of the sixteen bsum, as lanes of the table of ``_scale_table``."""
+    return list(range(16)) if kind.name == "q2_k" else [8 + k // 2 for k in range(16)]
+
+
+def _min_terms(b, kind: KQuant, mins, xrec, module):
+    """T: the stored bsum times the mins, exact in i32 (portable)."""
+    bsum = b.sext(load(b, xrec, Q8_BSUM, vec(I16, 16)), vec(I32, 16))
+    return reduce_add(b, module, b.mul(bsum, _lanes(b, mins, _min_picks(kind), I32)))
+
+
+def _min_products(b, kind: KQuant, mins, xrec, module):
+    """``vpmaddwd`` of the stored bsum and the mins: eight i32 lanes summing to T."""
     maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),
                        [vec(I16, 16), vec(I16, 16)])
-    return reduce_add(b, module, b.call(maddwd, [bsum, _lanes(b, mins, picks, I16)]))
+    bsum = load(b, xrec, Q8_BSUM, vec(I16, 16))
+    return b.call(maddwd, [bsum, _lanes(b, mins, _min_picks(kind), I16)])
 
 
 # --- the record cores ------------------------------------------------------------------
@@ -165,7 +172,8 @@ _X86 = {   # chunks per step: (maddubs, maddwd) intrinsics and their widths
 }
 
 
-def _stats_x86(b, module, kind: KQuant, w, xrec, step: int):
+def _lanes_x86(b, module, kind: KQuant, w, xrec, step: int):
+    """S and T of one record as unreduced i32 vectors (lanes summing to S, to T)."""
     n = 32 * step
     ub, wd = _X86[step]
     maddubs = intrinsic(module, ub, vec(I16, n // 2), [vec(I8, n), vec(I8, n)])
@@ -181,9 +189,37 @@ def _stats_x86(b, module, kind: KQuant, w, xrec, step: int):
             pairs = b.sub(pairs, b.call(maddubs, [splat(I8, n, kind.bias), x]))
         picks = [p for c in chunks for p in _chunk_scale_picks(kind, c, 2)]
         acc = b.add(acc, b.call(maddwd, [pairs, _lanes(b, scales, picks, I16)]))
-    s = reduce_add(b, module, acc)
-    t = _min_terms(b, kind, mins, xrec, False, module) if kind.has_mins else None
-    return s, t
+    return acc, (_min_products(b, kind, mins, xrec, module) if kind.has_mins else None)
+
+
+def _reduce_many(b, vectors):
+    """``<k x i32>`` whose lane r is the sum of the lanes of ``vectors[r]`` (k vectors of
+    equal width, both powers of two). Each step pairs up vectors X, Y whose owners hold
+    m lanes each (in blocks) into one vector whose owners hold m/2: the low half of every
+    block plus its high half, X's blocks first. Once one vector is left it folds onto
+    itself the same way. Integer adds: exact in any grouping."""
+    width = vectors[0].type.count
+    m = width                                       # lanes per owner
+    while len(vectors) > 1:
+        half = m // 2
+        lo = [k * m + i for k in range(2 * width // m) for i in range(half)]
+        hi = [k * m + half + i for k in range(2 * width // m) for i in range(half)]
+        vectors = [b.add(shuffle(b, x, y, lo), shuffle(b, x, y, hi))
+                   for x, y in zip(vectors[0::2], vectors[1::2])]
+        m = half
+    v = vectors[0]
+    while m > 1:                                   # one vector: fold each owner in half
+        n, half = v.type.count, m // 2
+        lo = [k * m + i for k in range(n // m) for i in range(half)]
+        hi = [k * m + half + i for k in range(n // m) for i in range(half)]
+        v = b.add(shuffle(b, v, v, lo), shuffle(b, v, v, hi))
+        m = half
+    return v
+
+
+def _stats_x86(b, module, kind: KQuant, w, xrec, step: int):
+    s, t = _lanes_x86(b, module, kind, w, xrec, step)
+    return reduce_add(b, module, s), (reduce_add(b, module, t) if t is not None else None)
 
 
 def _stats_portable(b, module, kind: KQuant, w, xrec):
@@ -196,7 +232,7 @@ def _stats_portable(b, module, kind: KQuant, w, xrec):
         scale = _lanes(b, scales, _chunk_scale_picks(kind, c, 1), I32)
         acc = b.add(acc, b.mul(b.mul(level, x), scale))
     s = reduce_add(b, module, acc)
-    t = _min_terms(b, kind, mins, xrec, True, module) if kind.has_mins else None
+    t = _min_terms(b, kind, mins, xrec, module) if kind.has_mins else None
     return s, t
 
 
@@ -218,13 +254,54 @@ def _record_value(b, module, kind: KQuant, isa: str, w, xrec):
     return b.fmul(load(b, xrec, 0, F32), p)
 
 
+def _gather_f32(b, values):
+    out = zero(vec(F32, len(values)))
+    for k, v in enumerate(values):
+        out = b.insert_element(out, v, i32(k))
+    return out
+
+
+def _block_values(b, module, kind: KQuant, isa: str, wrecs, xrecs):
+    """The v of ``len(wrecs)`` consecutive records at once: the integer lanes of all of
+    them reduced by one shared tree, then the spec's float steps lane-wise (each lane
+    rounds exactly as the one-record code does)."""
+    step = 2 if isa == "avx512vnni" else 1
+    lanes = [_lanes_x86(b, module, kind, w, xr, step) for w, xr in zip(wrecs, xrecs)]
+    s = b.sitofp(_reduce_many(b, [sv for sv, _ in lanes]), vec(F32, len(wrecs)))
+    d = _gather_f32(b, [_half(b, w, kind.d, isa) for w in wrecs])
+    p = b.fmul(d, s)
+    if kind.has_mins:
+        t = b.sitofp(_reduce_many(b, [tv for _, tv in lanes]), vec(F32, len(wrecs)))
+        dmin = _gather_f32(b, [_half(b, w, kind.dmin, isa) for w in wrecs])
+        p = b.fsub(p, b.fmul(dmin, t))
+    v = b.fmul(_gather_f32(b, [load(b, xr, 0, F32) for xr in xrecs]), p)
+    return [b.extract_element(v, i32(k)) for k in range(len(wrecs))]
+
+
+RECORD_BLOCK = 4    # records of a row whose integer sums are reduced together (x86 levels)
+
+
 def _row_sum(b, module, kind, isa, wrow, w_rec, x, x_rec, count, acc):
-    """acc = v0 + v1 + ... in record order (count >= 1); the first v initialises it."""
-    with for_range(b, 0, count, name="g") as g:
-        xrec = b.gep(x, [b.mul(g, x_rec)])
-        v = _record_value(b, module, kind, isa, b.gep(wrow, [b.mul(g, w_rec)]), xrec)
+    """acc = v0 + v1 + ... in record order (count >= 1); the first v initialises it.
+    On x86 levels blocks of ``RECORD_BLOCK`` records first, then the rest one by one."""
+    def add(g, v):
         first = b.icmp_signed("==", g, i64(0))
         b.store(b.select(first, v, b.fadd(b.load(acc), v)), acc)
+
+    start = i64(0)
+    if isa != "portable":
+        start = b.mul(b.sdiv(count, i64(RECORD_BLOCK)), i64(RECORD_BLOCK))
+        with for_range(b, 0, start, RECORD_BLOCK, name="gb") as g0:
+            gs = [b.add(g0, i64(k)) for k in range(RECORD_BLOCK)]
+            values = _block_values(b, module, kind, isa,
+                                   [b.gep(wrow, [b.mul(g, w_rec)]) for g in gs],
+                                   [b.gep(x, [b.mul(g, x_rec)]) for g in gs])
+            add(g0, values[0])
+            for v in values[1:]:
+                b.store(b.fadd(b.load(acc), v), acc)
+    with for_range(b, start, count, name="g") as g:
+        xrec = b.gep(x, [b.mul(g, x_rec)])
+        add(g, _record_value(b, module, kind, isa, b.gep(wrow, [b.mul(g, w_rec)]), xrec))
 
 
 def add_dot(module: ir.Module, isa: str, pair) -> ir.Function:
