@@ -66,7 +66,7 @@ class KQuant:
 
 
 def _bits(a: np.ndarray, shifts, width: int) -> np.ndarray:
-    """``(a[..., None, :] >> shifts[:, None]) & (2**width - 1)`` flattened over the last two axes."""
+    """``(a[..., None, :] >> shifts[:, None]) & (2**width - 1)``, the last two axes flattened."""
     sh = np.asarray(shifts, dtype=np.uint8)[:, None]
     out = (a[..., None, :] >> sh) & np.uint8((1 << width) - 1)
     return out.reshape(a.shape[:-1] + (a.shape[-1] * len(shifts),))
@@ -143,7 +143,8 @@ def _half(a: np.ndarray, offset: int) -> np.ndarray:
 
 
 def fields(kind: KQuant, lhs: np.ndarray):
-    """``(d f32[...], dmin f32[...] | None, levels i16[..., 256], sc i16[..., n_sub], m | None)``."""
+    """``(d f32[...], dmin f32[...] | None, levels i16[..., 256], sc i16[..., n_sub], m)``
+    (``m`` is None for the formats without mins)."""
     u, sc, m = kind.unpack(lhs)
     levels = u.astype(np.int16) - np.int16(kind.bias)
     dmin = _half(lhs, kind.dmin) if kind.has_mins else None
@@ -174,7 +175,8 @@ def record_values(kind: KQuant, lhs: np.ndarray, rhs: Q8Side) -> np.ndarray:
     with np.errstate(all="ignore"):
         p = np.multiply(d, fs, dtype=np.float32)
         if kind.has_mins:
-            group = rhs.bsum.reshape(rhs.bsum.shape[:-1] + (m.shape[-1], 16 // m.shape[-1])).sum(axis=-1)
+            n_min = m.shape[-1]
+            group = rhs.bsum.reshape(rhs.bsum.shape[:-1] + (n_min, 16 // n_min)).sum(axis=-1)
             t = (group * m.astype(np.int64)).sum(axis=-1)
             ft = t.astype(np.float64).astype(np.float32)
             p = np.subtract(p, np.multiply(dmin, ft, dtype=np.float32), dtype=np.float32)

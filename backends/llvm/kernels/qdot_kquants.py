@@ -26,13 +26,23 @@ the Q8_K quants ``x`` of elements ``32c .. 32c+31``; the weight level is
 * portable: ``(u - bias)`` and ``x`` widened to i32, multiplied with the
   scale widened to i32, summed lane-wise and with ``llvm.vector.reduce.add``.
 
-T (Q2_K, Q5_K) is the stored bsum (i16) times each group's min, summed in
-i32 (|T| <= 16*15*32768). The float steps are the spec's, one rounding each,
+The AVX2 level takes one chunk per step (256-bit ``vpmaddubsw``/``vpmaddwd``),
+the AVX-512 VNNI level two (their 512-bit forms; LLVM fuses the add into
+``vpdpwssd``). T (Q2_K, Q5_K) is ``vpmaddwd`` of the stored bsum (any i16) and
+each group's min: |T| <= 16*15*32768, exact in i32.
+
+On x86 levels a row's records go in blocks of ``RECORD_BLOCK``: the unreduced
+S (and T) vectors of the block's records are reduced by one shared tree of
+two-source shuffles and adds (``_reduce_many``; integer, so exact in any
+grouping) into one vector with a lane per record, and the float steps run
+lane-wise on that vector. The float steps are the spec's, one rounding each,
 with plain instructions (no FMA contraction, no fast-math flags)::
 
     p = f32(d) * sitofp(S);  [p = p - f32(dmin) * sitofp(T)];  v = ds * p
 
-and a row's result is ``((v0 + v1) + v2) + ...`` (G = 1: v0; G <= 0: +0.0).
+(a vector lane rounds exactly as the scalar instruction does). A row's result
+is ``((v0 + v1) + v2) + ...``, added one v at a time in record order (G = 1:
+v0; G <= 0: +0.0); the records after the last whole block go one by one.
 """
 from __future__ import annotations
 
