@@ -14,7 +14,8 @@ Q = importlib.import_module("ninfer_ir.quant")
 
 def test_members_and_printing():
     assert str(I.quant.q4_k) == "#q4_k" and str(I.quant.q8_k) == "#q8_k"
-    assert set(iter(I.quant)) == {I.quant.q4_k, I.quant.q8_k}
+    assert {s.name for s in I.quant} == {"q4_k", "q8_k", "q8_0", "q4_0", "q5_0", "q2_k",
+                                         "q3_k", "q5_k", "q6_k"}
 
 
 def test_record_tables_are_the_spec():
@@ -25,11 +26,40 @@ def test_record_tables_are_the_spec():
                      "m": (4, 16, 6, False), "q": (16, 144, 4, False)}
     spans = {name: (f.start, f.stop, f.bits, f.signed) for name, f in q8.fields.items()}
     assert spans == {"ds": (0, 4, 32, True), "q": (4, 260, 8, True), "bsum": (260, 292, 16, True)}
-    for s in (q4, q8):       # the fields tile the record exactly
+    for s in I.quant:       # the fields tile the record exactly
         covered = np.zeros(s.record_bytes, bool)
         for f in s.fields.values():
             covered[f.start:f.stop] = True
         assert covered.all()
+
+
+# sizeof(block_*) of ggml-common.h, and the bits each field holds
+GGML = {"q8_0": (34, 32), "q4_0": (18, 32), "q5_0": (22, 32), "q2_k": (84, 256),
+        "q3_k": (110, 256), "q5_k": (176, 256), "q6_k": (210, 256)}
+
+
+def test_gguf_block_sizes_and_field_bits():
+    for name, (size, elems) in GGML.items():
+        s = getattr(I.quant, name)
+        assert (s.record_bytes, s.block_elems) == (size, elems)
+        for f in s.fields.values():
+            assert f.count * f.bits <= 8 * f.nbytes, (name, f.name)
+    # every field but the shared-byte scale pairs uses its bytes fully
+    for s in I.quant:
+        for f in s.fields.values():
+            if f.name not in ("sc", "m"):
+                assert f.count * f.bits == 8 * f.nbytes, (s.name, f.name)
+
+
+def test_pair_and_target_tables():
+    pairs = {(p.lhs.name, p.rhs.name) for p in Q.PAIRS.values()}
+    assert {("q4_k", "q8_k"), ("q4_0", "q8_0"), ("q5_0", "q8_0"), ("q8_0", "q8_0")} <= pairs
+    assert {t.schema.name for t in Q.QUANTIZE_TARGETS.values()} == {"q8_k", "q8_0"}
+    for p in Q.PAIRS.values():
+        assert p.lhs.block_elems == p.rhs.block_elems
+        assert len({p.stem for p in Q.PAIRS.values()}) == len(Q.PAIRS)
+    assert Q.dot_pair(I.quant.q4_0, I.quant.q8_k) is None
+    assert Q.dot_pair("q4_0", I.quant.q8_0) is None
 
 
 def test_no_register_and_no_construction():
@@ -45,7 +75,7 @@ def test_no_register_and_no_construction():
     with pytest.raises(TypeError):
         Q.SCHEMAS["q5_k"] = I.quant.q4_k
     with pytest.raises(AttributeError, match="closed set"):
-        I.quant.q2_k
+        I.quant.q7_k
 
 
 def test_copies_are_the_same_object():

@@ -1,0 +1,208 @@
+"""Dot kernels of the 32-element pairs Q4_0/Q5_0/Q8_0 x Q8_0 (docs/spec/quantized-gguf.md §4).
+
+For each pair ``p`` of ``ninfer_ir.quant.PAIRS`` whose ``cpu_module`` is this one, two
+exported functions with the signatures of ``qdot`` (the Q4_K ones)::
+
+    float p.cpu_dot(i8* w, i64 w_rec_stride_bytes, i8* x, i64 x_rec_stride_bytes, i64 G)
+    void  p.cpu_rows(i8* w, i64 w_row_stride_bytes, i64 w_rec_stride_bytes,
+                     i8* x, i64 x_rec_stride_bytes, i64 G, i64 nrows, float* y,
+                     i64 y_stride_elems)
+
+Every load is byte-aligned (``align 1``), so records may sit at any address.
+
+Integers. A record's 32 weight codes become one ``<32 x i8>`` of signed values
+(Q4_0: nibble - 8; Q5_0: (nibble | fifth bit << 4) - 16; Q8_0: the stored i8);
+with the 32 activation quants they are widened to i32 and multiplied, and
+adjacent products are added (``vpmaddwd`` where the target has it):
+16 exact i32 lanes of magnitude <= 2*128*128. ``S_b`` is their sum
+(``llvm.vector.reduce.add`` in the single dot; in the rows kernel the lanes of
+16 rows are transpose-reduced, ``qir.TransposeReducer``), exact and
+|S_b| <= 2**19, so ``sitofp`` is exact.
+
+Floats, one rounding per step, plain IEEE instructions (no FMA, no fast-math):
+Q4_0 ``v = (S*d_w)*d_x``; Q5_0 and Q8_0 ``v = (d_w*d_x)*S`` (the product of
+two f32 is commutative, so Q8_0's ``S*(d_w*d_x)`` is the same value). The
+binary16 scales are widened exactly (``vcvtph2ps`` on x86 levels, integer bit
+assembly on the portable level). A row's result is ``((v0 + v1) + v2) + ...``
+(G = 1 gives v0 itself, G <= 0 gives +0.0).
+
+The rows kernel takes blocks of 16 rows, lane i = row ``r0 + i`` (a short last
+block repeats the last row and does not store it), and walks the records in
+order, so each lane's sum is the sequential fold of its row.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ninfer_ir.quant import PAIRS, DotPair, q4_0, q5_0, q8_0
+from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, reduce_add,
+                                                  store_zero_rows)
+from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, I64, TransposeReducer,
+                                                 const, entry_alloca, for_range,
+                                                 half_bits_to_float, i32, i64, load, shuffle,
+                                                 splat, vec, zero)
+
+LANES = 16
+BLOCK = 32
+V32B = vec(I8, BLOCK)
+V32I = vec(I32, BLOCK)
+V16I = vec(I32, LANES)
+V16F = vec(F32, LANES)
+_XQ = q8_0.field("q").start            # 2: the activation quants
+_ROW_ARGS = ("w", "w_row_stride", "w_rec_stride", "x", "x_rec_stride", "G", "nrows", "y",
+             "y_stride")
+
+
+# --- per-pair weight codes and record value ----------------------------------------------
+
+def _nibbles(b, rec, offset):
+    """The 32 nibbles of 16 packed bytes: low nibbles (elements 0-15), then high ones."""
+    packed = load(b, rec, offset, vec(I8, 16))
+    low = b.and_(packed, splat(I8, 16, 15))
+    high = b.lshr(packed, splat(I8, 16, 4))
+    return shuffle(b, low, high, range(BLOCK))
+
+
+def _codes_q4_0(b, rec):
+    return b.sub(_nibbles(b, rec, q4_0.field("q").start), splat(I8, BLOCK, 8))
+
+
+def _codes_q5_0(b, rec):
+    qh = load(b, rec, q5_0.field("qh").start, I32)
+    lanes = shuffle(b, b.insert_element(zero(V32I), qh, i32(0)), zero(V32I), [0] * BLOCK)
+    bits = b.and_(b.lshr(lanes, ir.Constant(V32I, [ir.Constant(I32, j) for j in range(BLOCK)])),
+                  splat(I32, BLOCK, 1))
+    fifth = b.shl(b.trunc(bits, V32B), splat(I8, BLOCK, 4))
+    return b.sub(b.or_(_nibbles(b, rec, q5_0.field("q").start), fifth), splat(I8, BLOCK, 16))
+
+
+def _codes_q8_0(b, rec):
+    return load(b, rec, q8_0.field("q").start, V32B)
+
+
+def _value_s_dw_dx(b, s, dw, dx):
+    return b.fmul(b.fmul(s, dw), dx)
+
+
+def _value_dwdx_s(b, s, dw, dx):
+    return b.fmul(b.fmul(dw, dx), s)
+
+
+#: stem -> (weight codes of a record, v from f32(S), d_w, d_x)
+_PAIR_CODE = {
+    "q40_q80": (_codes_q4_0, _value_s_dw_dx),
+    "q50_q80": (_codes_q5_0, _value_dwdx_s),
+    "q80_q80": (_codes_q8_0, _value_dwdx_s),
+}
+_MINE = [p for p in PAIRS.values() if p.cpu_module == __name__.rpartition(".")[2]]
+if {p.stem for p in _MINE} != set(_PAIR_CODE):
+    raise ImportError("qdot_blocks: its pairs of ninfer_ir.quant.PAIRS and its code differ")
+
+
+# --- shared pieces ------------------------------------------------------------------------
+
+def _half(b, bits, isa):
+    """f32 of binary16 bits (scalar i16 or a vector of them), exactly."""
+    if isa == "portable":
+        return half_bits_to_float(b, bits)
+    if isinstance(bits.type, ir.VectorType):
+        return b.fpext(b.bitcast(bits, vec(F16, bits.type.count)), vec(F32, bits.type.count))
+    return b.fpext(b.bitcast(bits, F16), F32)
+
+
+def _pair_sums(b, codes, xq):
+    """<16 x i32>: lane k = codes[2k]*xq[2k] + codes[2k+1]*xq[2k+1], exact."""
+    prod = b.mul(b.sext(codes, V32I), b.sext(xq, V32I))
+    return b.add(shuffle(b, prod, prod, range(0, BLOCK, 2)),
+                 shuffle(b, prod, prod, range(1, BLOCK, 2)))
+
+
+def _halves(b, v):
+    """<16 x i32> -> <8 x i32>: lane k = v[k] + v[k+8] (exact)."""
+    return b.add(shuffle(b, v, v, range(8)), shuffle(b, v, v, range(8, 16)))
+
+
+def _name_args(fn, names):
+    for arg, name in zip(fn.args, names):
+        arg.name = name
+
+
+# --- the single dot -------------------------------------------------------------------------
+
+def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
+    """``pair.cpu_dot``: record by record, sequential sum."""
+    codes_of, value_of = _PAIR_CODE[pair.stem]
+    fn = ir.Function(module, DOT_TYPE, name=pair.cpu_dot)
+    w, w_rec, x, x_rec, count = fn.args
+    _name_args(fn, ("w", "w_rec_stride", "x", "x_rec_stride", "G"))
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    acc = entry_alloca(b, F32, "acc")
+    b.store(const(F32, 0.0), acc)                       # the G <= 0 result
+    with for_range(b, 0, count, name="g") as g:
+        wrec = b.gep(w, [b.mul(g, w_rec)])
+        xrec = b.gep(x, [b.mul(g, x_rec)])
+        s = reduce_add(b, module, _pair_sums(b, codes_of(b, wrec), load(b, xrec, _XQ, V32B)))
+        v = value_of(b, b.sitofp(s, F32), _half(b, load(b, wrec, 0, I16), isa),
+                     _half(b, load(b, xrec, 0, I16), isa))
+        first = b.icmp_signed("==", g, i64(0))
+        b.store(b.select(first, v, b.fadd(b.load(acc), v)), acc)
+    b.ret(b.load(acc))
+    return fn
+
+
+# --- the rows kernel (GEMV) --------------------------------------------------------------------
+
+def add_rows(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
+    """``pair.cpu_rows``: blocks of 16 rows, one lane per row."""
+    codes_of, value_of = _PAIR_CODE[pair.stem]
+    fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
+    w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
+    _name_args(fn, _ROW_ARGS)
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    accbuf = entry_alloca(b, V16F, "acc", align=64)
+    empty = fn.append_basic_block("empty")
+    work = fn.append_basic_block("work")
+    done = fn.append_basic_block("done")
+    b.cbranch(b.icmp_signed("<=", count, i64(0)), empty, work)
+    b.position_at_end(empty)
+    store_zero_rows(b, nrows, y, y_stride)
+    b.branch(done)
+
+    b.position_at_end(work)
+    last_row = b.sub(nrows, i64(1))
+    with for_range(b, 0, nrows, step=LANES, name="r0") as r0:
+        bases = []
+        for i in range(LANES):
+            row = b.add(r0, i64(i))
+            row = b.select(b.icmp_signed(">", row, last_row), last_row, row)
+            bases.append(b.gep(w, [b.mul(row, w_row)]))
+        with for_range(b, 0, count, name="g") as g:
+            offset = b.mul(g, w_rec)
+            recs = [b.gep(base, [offset]) for base in bases]
+            xrec = b.gep(x, [b.mul(g, x_rec)])
+            xq = load(b, xrec, _XQ, V32B)
+            reducer = TransposeReducer(b, LANES)
+            dbits = zero(vec(I16, LANES))
+            for k in range(0, LANES, 2):
+                pa = _halves(b, _pair_sums(b, codes_of(b, recs[k]), xq))
+                pb = _halves(b, _pair_sums(b, codes_of(b, recs[k + 1]), xq))
+                reducer.push(shuffle(b, pa, pb, range(LANES)), [k] * 8 + [k + 1] * 8)
+            for i in range(LANES):
+                dbits = b.insert_element(dbits, load(b, recs[i], 0, I16), i32(i))
+            s = b.sitofp(reducer.result(), V16F)
+            dx = _half(b, load(b, xrec, 0, I16), isa)
+            dxv = shuffle(b, b.insert_element(zero(V16F), dx, i32(0)), zero(V16F), [0] * LANES)
+            v = value_of(b, s, _half(b, dbits, isa), dxv)
+            first = b.icmp_signed("==", g, i64(0))
+            acc = b.load(accbuf, align=64)
+            b.store(b.select(first, v, b.fadd(acc, v)), accbuf, align=64)
+        rows_here = b.sub(nrows, r0)
+        stop = b.select(b.icmp_signed("<", rows_here, i64(LANES)), rows_here, i64(LANES))
+        lanes_f = b.bitcast(accbuf, F32.as_pointer())
+        with for_range(b, 0, stop, name="st") as i:
+            value = b.load(b.gep(lanes_f, [i]), align=4)
+            b.store(value, b.gep(y, [b.mul(b.add(r0, i), y_stride)]), align=4)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
