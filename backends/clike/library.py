@@ -18,6 +18,8 @@ The CUDA backend adds its warp-cooperative functions and kernels on top
 """
 from __future__ import annotations
 
+from .library_kquants import SOURCE as KQUANT_FUNCTIONS
+
 __all__ = ["PRELUDE", "RECORD_FUNCTIONS", "GGUF_BLOCK_FUNCTIONS", "host_source"]
 
 PRELUDE = r"""
@@ -313,6 +315,10 @@ NQ_FN int nq_q80_quantize_block(const float* v, nq_u8* out) {
     return 0;
 }
 """
+
+# The K-quant x Q8_K record functions (docs/spec/quantized-kquants.md) are part of it.
+GGUF_BLOCK_FUNCTIONS += KQUANT_FUNCTIONS
+
 
 def host_source() -> str:
     """What a host C compiler sees: prelude and the record functions."""

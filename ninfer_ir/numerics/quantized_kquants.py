@@ -19,8 +19,10 @@ exactly as for Q4_K x Q8_K. Everything is vectorised over records: integer
 sums are exact in int32/int64 and every f32 step is one numpy float32 ufunc
 call (one rounding, never contracted).
 
-A pair is described once, by a :class:`KQuant`: where its scales are, how
-its codes and scales unpack. :data:`KQUANTS` maps the lhs schema name to it.
+A format is described once, by a :class:`KQuant`: its closed schema (the byte
+spans), the sub-block size, the level bias and how its codes and scales
+unpack. :data:`KQUANTS` maps the lhs schema name to it. ``values_<stem>`` are
+the oracle entries of the closed pair table (``ninfer_ir.quant.PAIRS``).
 """
 from __future__ import annotations
 
@@ -30,39 +32,61 @@ from typing import Callable
 
 import numpy as np
 
+from ..quant import q2_k, q3_k, q5_k, q6_k, q8_k
+
 __all__ = ["KQuant", "KQUANTS", "Q2_K", "Q3_K", "Q5_K", "Q6_K", "Q8Side", "fields",
            "record_values", "values_q2k_q8k", "values_q3k_q8k", "values_q5k_q8k",
            "values_q6k_q8k"]
 
-_BLOCK = 256
-_Q8_RECORD = 292
-_Q8_DS, _Q8_Q, _Q8_BSUM = 0, 4, 260        # byte offsets in a Q8_K record
+_BLOCK = q8_k.block_elems
 
 
 @dataclass(frozen=True)
 class KQuant:
-    """One K-quant weight format as the dot sees it.
+    """One K-quant weight format as the dot sees it (layout from its closed schema).
 
     ``unpack(lhs)`` maps records ``[..., R]`` to ``(u, sc, m)``: the unsigned
     codes u8 ``[..., 256]`` in logical element order, the sub-block scales
     (``[..., 256 // sub]``, signed where the format's are) and the mins
     (``[..., n_mins]``) or None. The level of element e is ``u[e] - bias``.
     """
-    name: str                 # lhs schema name
-    record_bytes: int
+    schema: object            # the lhs QuantSchema
     sub: int                  # elements per scale
     bias: int                 # level = code - bias
-    d: int                    # byte offset of the binary16 d
-    dmin: int | None          # byte offset of the binary16 dmin, None: no mins
     unpack: Callable
+
+    @property
+    def name(self) -> str:
+        return self.schema.name
+
+    @property
+    def record_bytes(self) -> int:
+        return self.schema.record_bytes
+
+    def at(self, field: str) -> int:
+        """First byte of ``field`` in a record."""
+        return self.schema.field(field).start
+
+    @property
+    def d(self) -> int:
+        return self.at("d")
+
+    @property
+    def has_mins(self) -> bool:
+        return "dmin" in self.schema.fields
+
+    @property
+    def dmin(self) -> int | None:
+        return self.at("dmin") if self.has_mins else None
 
     @property
     def n_sub(self) -> int:
         return _BLOCK // self.sub
 
-    @property
-    def has_mins(self) -> bool:
-        return self.dmin is not None
+
+def _span(a: np.ndarray, schema, field: str) -> np.ndarray:
+    f = schema.field(field)
+    return a[..., f.start:f.stop]
 
 
 def _bits(a: np.ndarray, shifts, width: int) -> np.ndarray:
@@ -80,25 +104,24 @@ def _q4k_style_scales(s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sc, m
 
 
+def _two_bit_codes(qs: np.ndarray) -> np.ndarray:
+    """Element 128*h + 32*k + l is bits 2k..2k+1 of ``qs[32*h + l]`` (64 bytes)."""
+    lead = qs.shape[:-1]
+    return _bits(qs.reshape(lead + (2, 32)), (0, 2, 4, 6), 2).reshape(lead + (_BLOCK,))
+
+
 def _unpack_q2k(a):
-    # scales [0,16): low nibble scale, high nibble min; qs [16,80): 2-bit codes.
-    # Element 128*h + 32*k + l is bits 2k..2k+1 of qs[32*h + l].
-    s = a[..., 0:16]
-    qs = a[..., 16:80].reshape(a.shape[:-1] + (2, 32))
-    u = _bits(qs, (0, 2, 4, 6), 2).reshape(a.shape[:-1] + (_BLOCK,))
-    return u, s & 15, s >> 4
+    # scales: low nibble the scale, high nibble the min of each 16 elements.
+    s = _span(a, q2_k, "sc")
+    return _two_bit_codes(_span(a, q2_k, "q")), s & 15, s >> 4
 
 
 def _unpack_q3k(a):
-    # hmask [0,32): bit k of hmask[l] is the high bit of element 32*k + l;
-    # qs [32,96): 2-bit codes as in Q2_K; scales [96,108): sixteen 6-bit values.
-    # code = low2 | high << 2, level = code - 4 ("subtract 4 when the bit is clear").
-    lead = a.shape[:-1]
-    high = _bits(a[..., 0:32], range(8), 1)                       # [..., 256]
-    qs = a[..., 32:96].reshape(lead + (2, 32))
-    low = _bits(qs, (0, 2, 4, 6), 2).reshape(lead + (_BLOCK,))
-    u = low | (high << 2)
-    s = a[..., 96:108]
+    # Bit k of hmask[l] is the high bit of element 32*k + l; code = low2 | high << 2,
+    # level = code - 4 ("subtract 4 when the bit is clear"); sixteen 6-bit scales - 32.
+    high = _bits(_span(a, q3_k, "hmask"), range(8), 1)
+    u = _two_bit_codes(_span(a, q3_k, "q")) | (high << 2)
+    s = _span(a, q3_k, "sc")
     lo4 = _bits(s[..., 0:8], (0, 4), 4)                           # j -> byte j % 8, nibble j // 8
     hi2 = _bits(s[..., 8:12], (0, 2, 4, 6), 2)                    # j -> byte 8 + j % 4, pair j // 4
     sc = (lo4 | (hi2 << 4)).astype(np.int16) - 32
@@ -106,34 +129,32 @@ def _unpack_q3k(a):
 
 
 def _unpack_q5k(a):
-    # d, dmin [0,4); scales [4,16) as Q4_K; qh [16,48); qs [48,176).
     # Element 64*j + 32*h + l: nibble h of qs[32*j + l], plus 16 * bit (2j+h) of qh[l].
     lead = a.shape[:-1]
-    sc, m = _q4k_style_scales(a[..., 4:16])
-    qs = a[..., 48:176].reshape(lead + (4, 32))
+    sc, m = _q4k_style_scales(_span(a, q5_k, "sc"))
+    qs = _span(a, q5_k, "q").reshape(lead + (4, 32))
     low = _bits(qs, (0, 4), 4).reshape(lead + (_BLOCK,))
-    high = _bits(a[..., 16:48], range(8), 1)
+    high = _bits(_span(a, q5_k, "qh"), range(8), 1)
     return low | (high << 4), sc, m
 
 
 def _unpack_q6k(a):
-    # ql [0,128), qh [128,192), scales [192,208) (i8), d [208,210).
     # Element 128*h + 32*c + l: nibble c // 2 of ql[64*h + 32*(c % 2) + l],
-    # plus 16 * bits 2c..2c+1 of qh[32*h + l]; level = code - 32.
+    # plus 16 * bits 2c..2c+1 of qh[32*h + l]; level = code - 32; scales i8.
     lead = a.shape[:-1]
-    ql = a[..., 0:128].reshape(lead + (2, 64))
+    ql = _span(a, q6_k, "ql").reshape(lead + (2, 64))
     low = _bits(ql, (0, 4), 4).reshape(lead + (2, 4, 32))          # [h, nibble*2 + c%2, l]
-    qh = a[..., 128:192].reshape(lead + (2, 32))
+    qh = _span(a, q6_k, "qh").reshape(lead + (2, 32))
     high = _bits(qh, (0, 2, 4, 6), 2).reshape(lead + (2, 4, 32))   # [h, c, l]
     u = (low | (high << 4)).reshape(lead + (_BLOCK,))
-    sc = a[..., 192:208].view(np.int8).astype(np.int16)
+    sc = _span(a, q6_k, "sc").view(np.int8).astype(np.int16)
     return u, sc, None
 
 
-Q2_K = KQuant("q2_k", 84, 16, 0, 80, 82, _unpack_q2k)
-Q3_K = KQuant("q3_k", 110, 16, 4, 108, None, _unpack_q3k)
-Q5_K = KQuant("q5_k", 176, 32, 0, 0, 2, _unpack_q5k)
-Q6_K = KQuant("q6_k", 210, 16, 32, 208, None, _unpack_q6k)
+Q2_K = KQuant(q2_k, 16, 0, _unpack_q2k)
+Q3_K = KQuant(q3_k, 16, 4, _unpack_q3k)
+Q5_K = KQuant(q5_k, 32, 0, _unpack_q5k)
+Q6_K = KQuant(q6_k, 16, 32, _unpack_q6k)
 
 KQUANTS = MappingProxyType({k.name: k for k in (Q2_K, Q3_K, Q5_K, Q6_K)})
 
@@ -157,11 +178,10 @@ class Q8Side:
     __slots__ = ("ds", "xq", "bsum")
 
     def __init__(self, rhs: np.ndarray):
-        self.ds = np.ascontiguousarray(rhs[:, _Q8_DS:_Q8_DS + 4]).view("<f4")[:, 0].astype(
+        self.ds = np.ascontiguousarray(_span(rhs, q8_k, "ds")).view("<f4")[:, 0].astype(
             np.float32)
-        self.xq = rhs[:, _Q8_Q:_Q8_Q + _BLOCK].view(np.int8).astype(np.int16)
-        self.bsum = np.ascontiguousarray(rhs[:, _Q8_BSUM:_Q8_RECORD]).view("<i2").astype(
-            np.int64)
+        self.xq = _span(rhs, q8_k, "q").view(np.int8).astype(np.int16)
+        self.bsum = np.ascontiguousarray(_span(rhs, q8_k, "bsum")).view("<i2").astype(np.int64)
 
 
 def record_values(kind: KQuant, lhs: np.ndarray, rhs: Q8Side) -> np.ndarray:

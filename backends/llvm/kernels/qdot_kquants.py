@@ -49,6 +49,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ninfer_ir.numerics.quantized_kquants import KQUANTS, KQuant
+from ninfer_ir.quant import q8_k
 from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, decode_scales_bytes,
                                                   reduce_add)
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, const, const_vec,
@@ -58,8 +59,8 @@ from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, const, 
 
 __all__ = ["add_dot", "add_rows"]
 
-Q8_QS = 4
-Q8_BSUM = 260
+Q8_QS = q8_k.field("q").start
+Q8_BSUM = q8_k.field("bsum").start
 _ROW_ARGS = ("w", "w_row_stride", "w_rec_stride", "x", "x_rec_stride", "G", "nrows", "y",
              "y_stride")
 V32 = vec(I8, 32)
@@ -95,23 +96,24 @@ def _field(b, w, parts, mask: int):
 
 def _codes(b, kind: KQuant, w, chunks):
     """The codes u of the elements of ``chunks`` (32 each, spec §2), ``<32*len x i8>``."""
-    name = kind.name
+    name, at = kind.name, kind.at
     n = 32 * len(chunks)
 
-    def high(low, parts, mask, at):
-        return b.or_(low, b.shl(_field(b, w, parts, mask), splat(I8, n, at)))
+    def high(low, parts, mask, shift):
+        return b.or_(low, b.shl(_field(b, w, parts, mask), splat(I8, n, shift)))
 
     if name == "q2_k":
-        return _field(b, w, [(16 + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3)
+        return _field(b, w, [(at("q") + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3)
     if name == "q3_k":
-        low = _field(b, w, [(32 + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3)
-        return high(low, [(0, c) for c in chunks], 1, 2)
+        low = _field(b, w, [(at("q") + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3)
+        return high(low, [(at("hmask"), c) for c in chunks], 1, 2)
     if name == "q5_k":
-        low = _field(b, w, [(48 + 32 * (c // 2), 4 * (c % 2)) for c in chunks], 15)
-        return high(low, [(16, c) for c in chunks], 1, 4)
+        low = _field(b, w, [(at("q") + 32 * (c // 2), 4 * (c % 2)) for c in chunks], 15)
+        return high(low, [(at("qh"), c) for c in chunks], 1, 4)
     if name == "q6_k":
-        low = _field(b, w, [(64 * (c // 4) + 32 * (c % 2), 4 * (c % 4 // 2)) for c in chunks], 15)
-        return high(low, [(128 + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3, 4)
+        low = _field(b, w, [(at("ql") + 64 * (c // 4) + 32 * (c % 2), 4 * (c % 4 // 2))
+                            for c in chunks], 15)
+        return high(low, [(at("qh") + 32 * (c // 4), 2 * (c % 4)) for c in chunks], 3, 4)
     raise ValueError(name)
 
 
@@ -119,13 +121,13 @@ def _scale_table(b, kind: KQuant, w):
     """``(scales, mins)``: ``<16 x i8>`` holding each sub-block's scale as a signed byte
     in lane j (Q5_K: lanes 0-7), and the mins (Q2_K: lanes 0-15, Q5_K: lanes 8-15 of
     the same table) or None."""
-    name = kind.name
+    name, at = kind.name, kind.at
     if name == "q2_k":
-        s = load(b, w, 0, vec(I8, 16))
+        s = load(b, w, at("sc"), vec(I8, 16))
         return b.and_(s, splat(I8, 16, 15)), _shr16(b, s, 4, 15)
     if name == "q3_k":
-        low8 = load(b, w, 96, vec(I8, 8))
-        high4 = load(b, w, 104, vec(I8, 4))
+        low8 = load(b, w, at("sc"), vec(I8, 8))
+        high4 = load(b, w, at("sc") + 8, vec(I8, 4))
         lo = shuffle(b, low8, low8, list(range(8)) * 2)
         lo = b.and_(b.lshr(lo, const_vec(I8, [0] * 8 + [4] * 8)), splat(I8, 16, 15))
         hi = shuffle(b, high4, high4, list(range(4)) * 4)
@@ -134,10 +136,11 @@ def _scale_table(b, kind: KQuant, w):
         sc = b.or_(lo, b.shl(hi, splat(I8, 16, 4)))
         return b.sub(sc, splat(I8, 16, 32)), None
     if name == "q5_k":
-        table = decode_scales_bytes(b, load(b, w, 0, vec(I32, 4)))   # sc0..7, m0..7
+        # the 16 bytes holding d, dmin and the scales, as Q4_K's header: sc0..7, m0..7
+        table = decode_scales_bytes(b, load(b, w, at("sc") - 4, vec(I32, 4)))
         return table, table
     if name == "q6_k":
-        return load(b, w, 192, vec(I8, 16)), None
+        return load(b, w, at("sc"), vec(I8, 16)), None
     raise ValueError(name)
 
 
