@@ -1,16 +1,19 @@
 """The K-quant dots Q2_K/Q3_K/Q5_K/Q6_K x Q8_K through the whole compiler: eager
 ``I.quantized_dot``, the interpreter, the CPU backend (single dots in every order, staged
 views, the GEMV rows fast path on 1 and 2 threads and on every ISA level) and host C,
-all bit for bit."""
+all bit for bit; G = 1 keeps a lone -0.0; the CUDA source compiles to PTX without FMA
+or flush-to-zero."""
 import numpy as np
 import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.clike.host import HostKernel
+from ninfer_ir.backends.cuda.emitter import emit as emit_cuda
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel, compile_module
 from ninfer_ir.numerics import quantized_kquants as K
 from ninfer_ir.numerics.quantized import quantize_q8k
+from ninfer_ir.quant import PAIRS
 
 NAMES = sorted(K.KQUANTS)
 
@@ -22,9 +25,7 @@ DOT = """func @qd(%w: tensor<u8[G,R]>, %x: tensor<u8[G,292]>, %out: buffer<f32[]
 }"""
 
 GEMV = """func @gemv(%w: tensor<u8[N,G,R]>, %x: tensor<f32[G,256]>, %y: buffer<f32[N]>) {
-  %G = dim(%w) {axis = 1} : index
-  %xq = alloc(%G) : buffer<u8[G,292]>
-  quantize_into(%x, %xq) {format = #q8_k}
+  %xq = quantize(%x) {format = #q8_k} : tensor<u8[G,292]>
   %N = dim(%w) {axis = 0} : index
   %c0 = constant() {value = 0} : index
   %c1 = constant() {value = 1} : index
@@ -36,7 +37,6 @@ GEMV = """func @gemv(%w: tensor<u8[N,G,R]>, %x: tensor<f32[G,256]>, %y: buffer<f
     store(%s, %y, %n)
     yield()
   })
-  dealloc(%xq)
   return()
 }"""
 
@@ -133,7 +133,7 @@ def test_gemv_fast_path_equals_the_interpreter(name, threads):
     module = I.parse(text(GEMV, name))
     want = np.zeros(n, np.float32)
     interpret(module, w, x, want)
-    kernel = CompiledKernel(module, threads=threads)
+    kernel = compile_module(I.lower(module), threads=threads)
     assert f"ninfer_{name.replace('_', '')}_q8k_dot_rows" in kernel.asm()
     y = np.full(n, np.nan, np.float32)
     kernel(w, x, y)
@@ -153,12 +153,43 @@ def test_gemv_on_lower_isa_levels(name, isa):
     want = np.zeros(9, np.float32)
     interpret(module, w, x, want)
     try:
-        kernel = CompiledKernel(module, isa=isa, threads=1)
+        kernel = compile_module(I.lower(module), isa=isa, threads=1)
     except I.TargetUnavailable:
         pytest.skip(f"the host cannot run {isa} code")
     y = np.zeros(9, np.float32)
     kernel(w, x, y)
     same(y, want)
     host = np.zeros(9, np.float32)
-    HostKernel(module)(w, x, host)
+    HostKernel(I.lower(module))(w, x, host)
     same(host, want)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_lone_negative_zero_stays(name):
+    kind = K.KQUANTS[name]
+    module = I.parse(text(DOT, name))
+    w = records(np.random.default_rng(6), name, 1)
+    w[0, kind.d:kind.d + 2] = np.array([-1.0], "<f2").view(np.uint8)
+    if kind.has_mins:
+        w[0, kind.dmin:kind.dmin + 2] = np.array([0.0], "<f2").view(np.uint8)
+    xq = np.zeros((1, 292), np.uint8)                  # x = 0: S = T = 0; ds = 1
+    xq[0, 0:4] = np.array([1.0], "<f4").view(np.uint8)
+    for run in (lambda *a: interpret(module, *a), CompiledKernel(module), HostKernel(module)):
+        assert np.asarray(run(w, xq), np.float32).tobytes() == np.float32(-0.0).tobytes()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gemv_row_loop_is_the_pairs_rows_kernel(name):
+    pair = next(p for p in PAIRS.values() if p.lhs.name == name)
+    lowered = I.lower(I.parse(text(GEMV, name)))
+    kernels = [op.attrs["kernel"] for op in lowered.walk() if op.name == "kernel_call"]
+    assert kernels == [pair.rows_kernel]
+
+
+def test_cuda_source_of_every_kquant_pair_compiles_exactly():
+    try:
+        ptxs = [emit_cuda(I.lower(I.parse(text(GEMV, name))), kind="ptx") for name in NAMES]
+    except I.TargetUnavailable:
+        pytest.skip("no CUDA compiler on this machine")
+    for ptx in ptxs:
+        assert "fma.rn.f32" not in ptx and ".ftz" not in ptx
