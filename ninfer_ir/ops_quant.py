@@ -62,6 +62,7 @@ class QuantizeOp(Operation):
     """``quantize(values) {format}``: f32[G,E] -> u8[G,R] records of a quantize target
     (E, R from the schema: Q8_K 256/292, spec §4; Q8_0 32/34, quantized-gguf §3)."""
     name = "quantize"
+    legalized_by = "materialize"     # into alloc + quantize_into
 
     values = operand_at(0)
 

@@ -11,21 +11,35 @@ Plug-in points (how a dot pair or a quantize target is added; everything else in
 the compiler reads these two tables and needs no edit):
 
 1. ``SCHEMAS``: the record layout (already here for q2_k, q3_k, q5_k, q6_k).
-2. ``PAIRS``: one ``_pair(lhs, rhs, stem, spec)`` line. ``stem`` names everything
-   per pair (see ``DotPair``): the oracle ``numerics/<oracle module>.values_<stem>``,
+2. ``PAIRS``: one ``_pair(lhs, rhs, stem, spec, oracle_module, cpu_module)`` line.
+   ``stem`` (e.g. ``"q6k_q8k"``) names everything per pair (``DotPair``'s
+   properties): the oracle ``ninfer_ir.numerics.<oracle_module>.values_<stem>``,
    the CPU kernels ``ninfer_<stem>_dot`` / ``ninfer_<stem>_dot_rows`` built by
-   ``backends/llvm/kernels/<cpu module>.add_dot`` / ``add_rows``, the ``select``
-   kernel ``<stem>_dot_rows``, and the C record function ``nq_<stem>_record``
-   (``backends/clike/library.py`` ``PAIR_SOURCES``). ``tests/ir/test_quant_schema.py``
-   checks that every layer covers every pair and target.
-3. The oracle ``values_<stem>(lhs[..., G, R], rhs[G, R']) -> f32[..., G]`` (the
-   per-record values v_b, vectorised, leading axes allowed); the dot, its
-   ``order`` fold and the rows form are shared.
+   ``ninfer_ir.backends.llvm.kernels.<cpu_module>.add_dot`` / ``add_rows``, the
+   ``select`` library kernel ``<stem>_dot_rows`` (``ops_select.KERNELS`` and
+   ``library.match_loop`` follow the table), and the C function
+   ``nq_<stem>_record``.
+3. The oracle ``values_<stem>(lhs[..., G, R], rhs[G, R']) -> f32[..., G]``: the
+   per-record values v_b, vectorised, leading axes allowed (see
+   ``numerics/quant_blocks.py``). The dot, its ``order`` fold, the rows form, the
+   interpreter and the eager API are shared and need nothing more.
 4. The CPU kernels: ``add_dot(module, isa, pair)`` and ``add_rows(module, isa,
-   pair)`` with the signatures of ``backends/llvm/kernels/qdot.py``.
-5. The C function ``float nq_<stem>_record(const nq_u8* a, const nq_u8* b)``
-   (v_b of one record pair, byte loads) for host C and CUDA.
-6. The written spec section (``spec`` field) and its tests.
+   pair)`` returning ``llvmlite`` functions named ``pair.cpu_dot`` / ``pair.cpu_rows``
+   with the signatures of ``backends/llvm/kernels/qdot.py`` (see ``qdot_blocks.py``).
+5. ``float nq_<stem>_record(const nq_u8* a, const nq_u8* b)``: v_b of one record
+   pair with byte loads, in ``backends/clike/library.py`` (``GGUF_BLOCK_FUNCTIONS``,
+   which host C and CUDA both include); the one-thread dot (host C) and the warp
+   dot (CUDA, one record per lane) are generated from it.
+6. The written numerics (``spec`` field; docs/spec/quantized-gguf.md) and tests:
+   ``tests/ir/test_quant_schema.py`` checks that every layer covers every entry;
+   ``tests/backends/test_gguf_pairs.py`` and ``tests/conformance/
+   test_quantized_gguf.py`` show the checks to repeat for a new pair;
+   ``benchmarks/gemv_formats.py`` times every pair (its ggml type from
+   ``GGML_TYPES``).
+
+A quantize target is the same with ``QUANTIZE_TARGETS``: oracle function,
+``<cpu_module>.add_quantize(module, isa)`` exporting ``ninfer_<stem>_quantize``
+(status ``g*8 + reason``), and the C ``c_block`` function (0 or the reason).
 """
 from __future__ import annotations
 

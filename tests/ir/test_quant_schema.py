@@ -94,3 +94,22 @@ def test_a_format_is_not_a_dtype():
     with pytest.raises(I.ParseError):
         I.parse("func @f(%x: tensor<q4_k[4]>) {\n  return()\n}\n")
     assert I.quant.q8_k not in [I.u8, I.f32]
+
+
+def test_every_layer_covers_every_pair_and_target():
+    import re
+    from ninfer_ir.numerics import quantized
+    from ninfer_ir.ops_select import KERNELS
+    from ninfer_ir.backends.clike.library import GGUF_BLOCK_FUNCTIONS, RECORD_FUNCTIONS
+    c_source = RECORD_FUNCTIONS + GGUF_BLOCK_FUNCTIONS
+    defined = set(re.findall(r"NQ_FN \w+ (\w+)\(", c_source))
+    for p in Q.PAIRS.values():
+        assert callable(quantized.pair_values(p)), p
+        cpu = importlib.import_module(f"ninfer_ir.backends.llvm.kernels.{p.cpu_module}")
+        assert callable(cpu.add_dot) and callable(cpu.add_rows), p
+        assert p.rows_kernel in KERNELS and p.c_record in defined, p
+    for t in Q.QUANTIZE_TARGETS.values():
+        assert callable(quantized.oracle(t.oracle)), t
+        cpu = importlib.import_module(f"ninfer_ir.backends.llvm.kernels.{t.cpu_module}")
+        assert callable(cpu.add_quantize) and t.c_block in defined, t
+        assert set(quantized.oracle(t.oracle).__globals__["REASON_TEXT"]) <= {1, 2, 3, 4}

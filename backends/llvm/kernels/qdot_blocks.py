@@ -37,10 +37,10 @@ import llvmlite.ir as ir
 from ninfer_ir.quant import PAIRS, DotPair, q4_0, q5_0, q8_0
 from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, reduce_add,
                                                   store_zero_rows)
-from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, I64, TransposeReducer,
-                                                 const, entry_alloca, for_range,
-                                                 half_bits_to_float, i32, i64, load, shuffle,
-                                                 splat, vec, zero)
+from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, TransposeReducer,
+                                                 const, const_vec, entry_alloca, for_range,
+                                                 half_bits_to_float, i32, i64, intrinsic, load,
+                                                 shuffle, splat, vec, zero)
 
 LANES = 16
 BLOCK = 32
@@ -67,17 +67,30 @@ def _codes_q4_0(b, rec):
     return b.sub(_nibbles(b, rec, q4_0.field("q").start), splat(I8, BLOCK, 8))
 
 
-def _codes_q5_0(b, rec):
-    qh = load(b, rec, q5_0.field("qh").start, I32)
-    lanes = shuffle(b, b.insert_element(zero(V32I), qh, i32(0)), zero(V32I), [0] * BLOCK)
-    bits = b.and_(b.lshr(lanes, ir.Constant(V32I, [ir.Constant(I32, j) for j in range(BLOCK)])),
-                  splat(I32, BLOCK, 1))
-    fifth = b.shl(b.trunc(bits, V32B), splat(I8, BLOCK, 4))
-    return b.sub(b.or_(_nibbles(b, rec, q5_0.field("q").start), fifth), splat(I8, BLOCK, 16))
+def _fifth_bits(b, rec, isa):
+    """<32 x i8>: 16 where bit j of Q5_0's qh is set, else 0. AVX-512: the word is the
+    lane mask itself (bit j is lane j of the ``<32 x i1>``); elsewhere byte j//8 is
+    tested against 1 << j%8 (a byte shuffle and a test, no per-lane shifts)."""
+    if isa == "avx512vnni":
+        mask = b.bitcast(load(b, rec, q5_0.field("qh").start, I32), vec(ir.IntType(1), BLOCK))
+    else:
+        qh = load(b, rec, q5_0.field("qh").start, vec(I8, 4))
+        spread = shuffle(b, qh, qh, [j // 8 for j in range(BLOCK)])
+        bit = b.and_(spread, const_vec(I8, [1 << (j % 8) for j in range(BLOCK)]))
+        mask = b.icmp_unsigned("!=", bit, zero(V32B))
+    return b.select(mask, splat(I8, BLOCK, 16), zero(V32B))
 
 
-def _codes_q8_0(b, rec):
-    return load(b, rec, q8_0.field("q").start, V32B)
+def _unsigned_q4_0(b, rec, isa):
+    return _nibbles(b, rec, q4_0.field("q").start)
+
+
+def _unsigned_q5_0(b, rec, isa):
+    return b.or_(_nibbles(b, rec, q5_0.field("q").start), _fifth_bits(b, rec, isa))
+
+
+def _unsigned_q8_0(b, rec, isa):
+    return b.xor(load(b, rec, q8_0.field("q").start, V32B), splat(I8, BLOCK, 0x80))
 
 
 def _value_s_dw_dx(b, s, dw, dx):
@@ -88,12 +101,17 @@ def _value_dwdx_s(b, s, dw, dx):
     return b.fmul(b.fmul(dw, dx), s)
 
 
-#: stem -> (weight codes of a record, v from f32(S), d_w, d_x)
+#: stem -> (unsigned codes u = c + bias of a record (<32 x i8>), bias, v from f32(S), d_w, d_x)
 _PAIR_CODE = {
-    "q40_q80": (_codes_q4_0, _value_s_dw_dx),
-    "q50_q80": (_codes_q5_0, _value_dwdx_s),
-    "q80_q80": (_codes_q8_0, _value_dwdx_s),
+    "q40_q80": (_unsigned_q4_0, 8, _value_s_dw_dx),
+    "q50_q80": (_unsigned_q5_0, 16, _value_dwdx_s),
+    "q80_q80": (_unsigned_q8_0, 128, _value_dwdx_s),
 }
+
+
+def _signed(b, unsigned, bias):
+    """The signed codes c = u - bias as <32 x i8> (exact: c lies in [-128, 127])."""
+    return b.sub(unsigned, splat(I8, BLOCK, bias))
 _MINE = [p for p in PAIRS.values() if p.cpu_module == __name__.rpartition(".")[2]]
 if {p.stem for p in _MINE} != set(_PAIR_CODE):
     raise ImportError("qdot_blocks: its pairs of ninfer_ir.quant.PAIRS and its code differ")
@@ -131,7 +149,7 @@ def _name_args(fn, names):
 
 def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
     """``pair.cpu_dot``: record by record, sequential sum."""
-    codes_of, value_of = _PAIR_CODE[pair.stem]
+    unsigned_of, bias, value_of = _PAIR_CODE[pair.stem]
     fn = ir.Function(module, DOT_TYPE, name=pair.cpu_dot)
     w, w_rec, x, x_rec, count = fn.args
     _name_args(fn, ("w", "w_rec_stride", "x", "x_rec_stride", "G"))
@@ -141,7 +159,8 @@ def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
     with for_range(b, 0, count, name="g") as g:
         wrec = b.gep(w, [b.mul(g, w_rec)])
         xrec = b.gep(x, [b.mul(g, x_rec)])
-        s = reduce_add(b, module, _pair_sums(b, codes_of(b, wrec), load(b, xrec, _XQ, V32B)))
+        codes = _signed(b, unsigned_of(b, wrec, isa), bias)
+        s = reduce_add(b, module, _pair_sums(b, codes, load(b, xrec, _XQ, V32B)))
         v = value_of(b, b.sitofp(s, F32), _half(b, load(b, wrec, 0, I16), isa),
                      _half(b, load(b, xrec, 0, I16), isa))
         first = b.icmp_signed("==", g, i64(0))
@@ -152,9 +171,62 @@ def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
 
 # --- the rows kernel (GEMV) --------------------------------------------------------------------
 
+def _row_pair_core(module, isa, stem, unsigned_of, bias):
+    """``(row_pair_sums(b, rec_a, rec_b, xq) -> <16 x i32>, biased)``: lanes 0-7 hold
+    partial sums of row a's record, lanes 8-15 of row b's, each exact; their total is
+    ``S`` or, when ``biased``, ``S + bias * sum(xq)``.
+
+    * avx512vnni: one ``vpdpbusd`` (u8 x i8, four products per lane, no saturation) of
+      both records' unsigned codes against xq twice;
+    * avx2: ``vpmaddubsw`` (u8 x i8 pairs into i16: at most 2*31*128 < 2**15, exact) and
+      ``vpmaddwd`` by ones for Q4_0 and Q5_0; Q8_0's unsigned codes reach 255, which could
+      saturate, so it takes the signed codes widened to i16 and ``vpmaddwd``;
+    * portable: signed codes widened to i32, multiplied and added in pairs.
+    """
+    if isa == "avx512vnni":
+        dpbusd = intrinsic(module, "llvm.x86.avx512.vpdpbusd.512", V16I,
+                           [V16I, vec(I8, 64), vec(I8, 64)])
+
+        def vnni(b, rec_a, rec_b, xq):
+            u = shuffle(b, unsigned_of(b, rec_a, isa), unsigned_of(b, rec_b, isa),
+                        range(2 * BLOCK))
+            return b.call(dpbusd, [zero(V16I), u, shuffle(b, xq, xq, range(2 * BLOCK))])
+        return vnni, True
+    if isa == "avx2":
+        maddubs = intrinsic(module, "llvm.x86.avx2.pmadd.ub.sw", vec(I16, 16), [V32B, V32B])
+        maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),
+                           [vec(I16, 16), vec(I16, 16)])
+        ones = splat(I16, 16, 1)
+        if bias < 64:
+            def avx2(b, rec_a, rec_b, xq):
+                part = [b.call(maddwd, [b.call(maddubs, [unsigned_of(b, r, isa), xq]), ones])
+                        for r in (rec_a, rec_b)]
+                return shuffle(b, part[0], part[1], range(LANES))
+            return avx2, True
+
+        def avx2_signed(b, rec_a, rec_b, xq):
+            xw = b.sext(xq, vec(I16, BLOCK))
+            x_lo, x_hi = (shuffle(b, xw, xw, range(h, h + 16)) for h in (0, 16))
+            part = []
+            for r in (rec_a, rec_b):
+                cw = b.sext(_signed(b, unsigned_of(b, r, isa), bias), vec(I16, BLOCK))
+                lo = b.call(maddwd, [shuffle(b, cw, cw, range(16)), x_lo])
+                hi = b.call(maddwd, [shuffle(b, cw, cw, range(16, 32)), x_hi])
+                part.append(b.add(lo, hi))
+            return shuffle(b, part[0], part[1], range(LANES))
+        return avx2_signed, False
+
+    def portable(b, rec_a, rec_b, xq):
+        part = [_halves(b, _pair_sums(b, _signed(b, unsigned_of(b, r, isa), bias), xq))
+                for r in (rec_a, rec_b)]
+        return shuffle(b, part[0], part[1], range(LANES))
+    return portable, False
+
+
 def add_rows(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
     """``pair.cpu_rows``: blocks of 16 rows, one lane per row."""
-    codes_of, value_of = _PAIR_CODE[pair.stem]
+    unsigned_of, bias, value_of = _PAIR_CODE[pair.stem]
+    row_pair_sums, biased = _row_pair_core(module, isa, pair.stem, unsigned_of, bias)
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
     _name_args(fn, _ROW_ARGS)
@@ -184,12 +256,16 @@ def add_rows(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
             reducer = TransposeReducer(b, LANES)
             dbits = zero(vec(I16, LANES))
             for k in range(0, LANES, 2):
-                pa = _halves(b, _pair_sums(b, codes_of(b, recs[k]), xq))
-                pb = _halves(b, _pair_sums(b, codes_of(b, recs[k + 1]), xq))
-                reducer.push(shuffle(b, pa, pb, range(LANES)), [k] * 8 + [k + 1] * 8)
+                reducer.push(row_pair_sums(b, recs[k], recs[k + 1], xq), [k] * 8 + [k + 1] * 8)
             for i in range(LANES):
                 dbits = b.insert_element(dbits, load(b, recs[i], 0, I16), i32(i))
-            s = b.sitofp(reducer.result(), V16F)
+            sums = reducer.result()
+            if biased:      # sum of u*x = S + bias * sum(x)
+                sumx = reduce_add(b, module, b.sext(xq, V32I))
+                sumx = b.mul(sumx, i32(bias))
+                sums = b.sub(sums, shuffle(b, b.insert_element(zero(V16I), sumx, i32(0)),
+                                           zero(V16I), [0] * LANES))
+            s = b.sitofp(sums, V16F)
             dx = _half(b, load(b, xrec, 0, I16), isa)
             dxv = shuffle(b, b.insert_element(zero(V16F), dx, i32(0)), zero(V16F), [0] * LANES)
             v = value_of(b, s, _half(b, dbits, isa), dxv)

@@ -22,7 +22,7 @@ ordinary loop runs and reports the interpreter's error at the right iteration. R
 are identical: the rows kernel computes each row exactly as the single dot does. Its iterations
 are independent when ``y`` overlaps neither operand (checked at run time unless
 the IR shows it: tensor parameters never overlap buffers, as the launcher copies
-them, and an ``alloc`` overlaps no other root), so an independent row loop of at least ``ROWS_PARALLEL_RECORDS`` records is
+them, and an ``alloc`` overlaps no other root), so an independent row loop of at least ``ROWS_PARALLEL_ELEMENTS`` logical elements is
 split over the thread pool like a parallel loop, even when not marked parallel.
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ __all__ = ["add_quantized_library", "lower_quantize_into", "lower_quantized_dot"
 
 F32 = ir.FloatType()
 _LIMIT = 1 << 40          # records; more than any array can hold
-ROWS_PARALLEL_RECORDS = 8192   # a row loop this large runs on the pool (about 50 us of work)
+ROWS_PARALLEL_ELEMENTS = 8192 * 256   # a row loop this large runs on the pool (~50 us of work)
 
 
 def add_quantized_library(module: ir.Module, isa: str, ops) -> None:
@@ -222,7 +222,8 @@ def rows_worth_threads(e, pattern, n):
         return pattern.worth_threads(e, n)
     b = e.b
     g = e.value(pattern[0].operands[0]).shape[1]
-    big = b.icmp_signed(">=", b.mul(n, g), i64c(ROWS_PARALLEL_RECORDS))
+    elements = b.mul(b.mul(n, g), i64c(pattern[1].pair.block_elems))
+    big = b.icmp_signed(">=", elements, i64c(ROWS_PARALLEL_ELEMENTS))
     return b.and_(big, _independent(e, pattern))
 
 
