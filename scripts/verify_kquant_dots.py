@@ -16,7 +16,7 @@ Weights: the Q6_K tensors of a real GGUF file where one is given (``--gguf``; th
 is Gemma 3 270M's Q4_K_M file in ~/.cache/ninfer, whose ``ffn_down`` matrices are Q6_K),
 and random records of every type (random bytes, small finite d and dmin).
 
-    PYTHONPATH=. python benchmarks/kquants_ggml.py
+    PYTHONPATH=. python scripts/verify_kquant_dots.py
 """
 from __future__ import annotations
 
