@@ -127,7 +127,7 @@ def test_compiled_dot_equals_the_interpreter(name, order):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_gemv_fast_path_equals_the_interpreter(name, threads):
     rng = np.random.default_rng(4)
-    n, g = 2049, 4                                   # > 8192 records: the pool is used
+    n, g = 1025, 9             # > 8192 records: the pool is used; a block of 8 records + 1
     w = records(rng, name, n, g)
     x = rng.standard_normal((g, 256)).astype(np.float32)
     module = I.parse(text(GEMV, name))
@@ -147,7 +147,7 @@ def test_gemv_fast_path_equals_the_interpreter(name, threads):
 @pytest.mark.parametrize("isa", ["avx2", "portable"])
 def test_gemv_on_lower_isa_levels(name, isa):
     rng = np.random.default_rng(5)
-    w, x = records(rng, name, 9, 3, specials=True), rng.standard_normal((3, 256)).astype(
+    w, x = records(rng, name, 9, 11, specials=True), rng.standard_normal((11, 256)).astype(
         np.float32)
     module = I.parse(text(GEMV, name))
     want = np.zeros(9, np.float32)

@@ -291,7 +291,7 @@ def _block_values(b, module, kind: KQuant, isa: str, wrecs, xrecs):
     return [b.extract_element(v, i32(k)) for k in range(len(wrecs))]
 
 
-RECORD_BLOCK = 4    # records of a row whose integer sums are reduced together (x86 levels)
+RECORD_BLOCK = 8    # records of a row whose integer sums are reduced together (x86 levels)
 
 
 def _row_sum(b, module, kind, isa, wrow, w_rec, x, x_rec, count, acc):
