@@ -127,19 +127,24 @@ def test_quantize_kernel_at_every_isa_level(isa):
 
 @pytest.mark.parametrize("poison,reason", [(np.nan, 1), (-np.inf, 1), (1e-40, 2), (1e7, 3)])
 def test_quantize_domain_errors_name_the_interpreter_record(poison, reason):
-    module = I.parse(SCALED_QUANTIZE)               # fused: record by record with a base
     x = activations(np.random.default_rng(0), 7)
     x[5] = 0.0
     x[5, 3] = poison
     x[6, 0] = np.nan                                 # a later failing record never wins
-    runs = {"interp": lambda *a: interpret(module, *a), "cpu": I.compile(module, target="cpu"),
-            "host-c": HostKernel(I.lower(module))}
+    fused = I.parse(SCALED_QUANTIZE)                 # record by record with a base
+    whole = I.parse(QUANTIZE)                        # one quantize_into of all records
     messages = set()
-    for name, run in runs.items():
-        with pytest.raises(I.DomainError) as e:
-            run(x, F32(1.0))
-        assert (e.value.record, e.value.reason) == (5, reason), name
-        messages.add(str(e.value))
+    for module in (fused, whole):
+        runs = {"interp": lambda *a, m=module: interpret(m, *a),
+                "cpu": I.compile(module, target="cpu"), "host-c": HostKernel(I.lower(module))}
+        for name, run in runs.items():
+            out = np.zeros((7, 34), np.uint8)
+            with pytest.raises(I.DomainError) as e:
+                run(x, F32(1.0)) if module is fused else run(x, out)
+            assert (e.value.record, e.value.reason) == (5, reason), name
+            messages.add(str(e.value))
+            if name != "host-c":                    # host C writes records as it goes
+                assert not out.any(), name
     assert len(messages) == 1 and messages.pop().startswith("quantize q8_0: record 5: ")
 
 
@@ -217,3 +222,31 @@ def test_cuda_source_of_every_pair_compiles_exactly():
     for module in [text(GEMV, p) for p in SMALL_PAIRS] + [SCALED_QUANTIZE]:
         ptx = emit_cuda(I.lower(I.parse(module)), kind="ptx")
         assert "fma.rn.f32" not in ptx and ".ftz" not in ptx
+
+
+@pytest.mark.gpu
+def test_cuda_gemv_and_quantize_equal_the_interpreter():
+    from ninfer_ir.backends.cuda.runtime import gpu_available
+    ok, why = gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    import cupy
+    rng = np.random.default_rng(12)
+    for pair in SMALL_PAIRS:
+        module = I.parse(text(GEMV, pair))
+        for n, g in ((37, 7), (1, 1), (20, 300)):
+            w = weights(rng, pair, n, g)
+            x = activations(rng, g)
+            want = np.zeros(n, F32)
+            interpret(module, w, x, want)
+            y = cupy.zeros(n, dtype=cupy.float32)
+            I.compile(module, target="cuda")(cupy.asarray(w), cupy.asarray(x), y)
+            same(y.get(), want)
+    module = I.parse(SCALED_QUANTIZE)
+    x = activations(rng, 9)
+    same(cupy.asnumpy(I.compile(module, target="cuda")(cupy.asarray(x), F32(0.5))),
+         interpret(module, x, F32(0.5)))
+    x[6, 2] = np.inf
+    with pytest.raises(I.DomainError) as e:
+        I.compile(module, target="cuda")(cupy.asarray(x), F32(0.5))
+    assert str(e.value) == "quantize q8_0: record 6: input holds NaN or inf"

@@ -43,7 +43,7 @@ from pathlib import Path
 import llvmlite.ir as ir
 
 from ninfer_ir.numerics import quantized_kquants
-from ninfer_ir.quant import PAIRS, QUANTIZE_TARGETS, DotPair, QuantizeTarget, q4_k, q8_k
+from ninfer_ir.quant import PAIRS, QUANTIZE_TARGETS, DotPair, q4_k, q8_k
 from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, JITModule, host_target
 from ninfer_ir.backends.llvm.kernels.qdot import DOT, DOT_ROWS, add_dot_simple, add_rows_simple
 from ninfer_ir.backends.llvm.kernels.qdot_vnni import add_dot_vnni, add_rows_vnni
