@@ -193,3 +193,23 @@ def test_cuda_source_of_every_kquant_pair_compiles_exactly():
         pytest.skip("no CUDA compiler on this machine")
     for ptx in ptxs:
         assert "fma.rn.f32" not in ptx and ".ftz" not in ptx
+
+
+@pytest.mark.gpu
+def test_cuda_gemv_equals_the_interpreter():
+    from ninfer_ir.backends.cuda.runtime import gpu_available
+    ok, why = gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    import cupy
+    rng = np.random.default_rng(13)
+    for name in NAMES:
+        module = I.parse(text(GEMV, name))
+        for n, g in ((37, 7), (1, 1), (20, 33)):
+            w = records(rng, name, n, g, specials=(g == 7))
+            x = rng.standard_normal((g, 256)).astype(np.float32)
+            want = np.zeros(n, np.float32)
+            interpret(module, w, x, want)
+            y = cupy.zeros(n, dtype=cupy.float32)
+            I.compile(module, target="cuda")(cupy.asarray(w), cupy.asarray(x), y)
+            same(y.get(), want)
