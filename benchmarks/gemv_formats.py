@@ -44,7 +44,7 @@ from ninfer_ir.backends.llvm.runtime.launcher import compile_module  # noqa: E40
 
 #: ggml type ids (ggml.h ``enum ggml_type``) of the weight formats
 GGML_TYPES = {"q4_0": 2, "q5_0": 6, "q8_0": 8, "q2_k": 10, "q3_k": 11, "q4_k": 12,
-              "q5_k": 13, "q6_k": 14}
+              "q5_k": 13, "q6_k": 14, "iq4_nl": 20}
 GGML_TYPE_F32 = 0
 
 GEMV = """func @gemv(%w: tensor<u8[N,G,LR]>, %x: tensor<f32[G,E]>, %y: buffer<f32[N]>) {

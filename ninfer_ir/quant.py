@@ -144,6 +144,14 @@ q5_0 = QuantSchema("q5_0", 22, 32, (
     _f("q", 6, 22, 32, 4, False),      # low four bits, packed as in q4_0
 ), _token=_TOKEN)
 
+iq4_nl = QuantSchema("iq4_nl", 18, 32, (
+    _f16("d", 0),
+    _f("q", 2, 18, 32, 4, False),      # indices into IQ4_NL_VALUES, packed as in q4_0
+), _token=_TOKEN)
+
+#: the sixteen signed values an IQ4_NL index stands for (ggml's kvalues_iq4nl)
+IQ4_NL_VALUES = (-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113)
+
 q2_k = QuantSchema("q2_k", 84, 256, (
     _f("sc", 0, 16, 16, 4, False),     # low nibble of each byte; shares [0,16) with m
     _f("m", 0, 16, 16, 4, False),      # high nibble
@@ -173,7 +181,7 @@ q6_k = QuantSchema("q6_k", 210, 256, (
     _f16("d", 208),
 ), _token=_TOKEN)
 
-SCHEMAS = MappingProxyType({s.name: s for s in (q4_k, q8_k, q8_0, q4_0, q5_0,
+SCHEMAS = MappingProxyType({s.name: s for s in (q4_k, q8_k, q8_0, q4_0, q5_0, iq4_nl,
                                                 q2_k, q3_k, q5_k, q6_k)})
 
 
@@ -232,6 +240,7 @@ PAIRS = MappingProxyType({(p.lhs, p.rhs): p for p in (
     _pair(q4_0, q8_0, "q40_q80", f"{_GGUF} §4.1", "quant_blocks", "qdot_blocks"),
     _pair(q5_0, q8_0, "q50_q80", f"{_GGUF} §4.2", "quant_blocks", "qdot_blocks"),
     _pair(q8_0, q8_0, "q80_q80", f"{_GGUF} §4.3", "quant_blocks", "qdot_blocks"),
+    _pair(iq4_nl, q8_0, "iq4nl_q80", f"{_GGUF} §4.4", "quant_blocks", "qdot_blocks"),
     _pair(q2_k, q8_k, "q2k_q8k", f"{_KQ} §2.1", "quantized_kquants", "qdot_kquants"),
     _pair(q3_k, q8_k, "q3k_q8k", f"{_KQ} §2.2", "quantized_kquants", "qdot_kquants"),
     _pair(q5_k, q8_k, "q5k_q8k", f"{_KQ} §2.3", "quantized_kquants", "qdot_kquants"),

@@ -1,9 +1,9 @@
 """Agreement with ggml on real GGUF tensors (docs/spec/quantized-gguf.md §3, §4.4).
 
 Needs llama-cpp-python (its ggml libraries) and a GGUF file; not part of the test suite.
-For every weight tensor of a pair of the table with activation Q8_0 (Q4_0, Q5_0, Q8_0)
-in the file, and for Q4_0 (which a Q4_K_M file does not hold) gguf-py's quantization of
-one of its f32-decoded tensors:
+For every weight tensor of a pair of the table with activation Q8_0 (Q4_0, Q5_0, Q8_0,
+IQ4_NL) in the file; for Q4_0, which a Q4_K_M file does not hold, gguf-py's quantization of
+one of its f32-decoded tensors; for IQ4_NL (which gguf-py cannot quantize) random records:
 
 * activations: random f32 rows (and the model's own decoded embedding rows) quantized by
   ``I.quantize(x, format=I.quant.q8_0)`` and by ggml's ``quantize_row_q8_0_ref``: the
@@ -98,12 +98,22 @@ def weight_tensors(path):
     return by_type
 
 
-def q4_0_from(tensor):
-    """A Q4_0 tensor: gguf-py's quantization of a decoded f32 tensor of the file."""
+def stand_in(name, tensor, rng):
+    """(label, records) for a format the file does not hold: gguf-py's quantization of a
+    decoded f32 tensor of the file where gguf-py can quantize to it, else random records
+    with small binary16 scales."""
     from gguf import GGMLQuantizationType as T
     from gguf.quants import dequantize, quantize
     rows = dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
-    return quantize(rows, T.Q4_0)
+    try:
+        return f"{tensor.name} requantized by gguf-py", quantize(rows, getattr(T, name.upper()))
+    except NotImplementedError:
+        schema = getattr(I.quant, name)
+        g = rows.shape[1] // schema.block_elems
+        w = rng.integers(0, 256, (rows.shape[0], g, schema.record_bytes), dtype=np.uint8)
+        w[..., 0:2] = (rng.standard_normal((rows.shape[0], g, 1)) * 1e-2).astype(
+            np.float16).view(np.uint8)
+        return "random records", w.reshape(rows.shape[0], -1)
 
 
 def main(argv=None):
@@ -144,8 +154,7 @@ def main(argv=None):
         found = tensors.get(name, [])[: args.tensors]
         sources = [(t.name, np.asarray(t.data)) for t in found]
         if not sources:
-            base = tensors["q5_0"][0]
-            sources = [(f"{base.name} requantized by gguf-py", q4_0_from(base))]
+            sources = [stand_in(name, tensors["q5_0"][0], rng)]
         simd = ggml_fn(libs, f"ggml_vec_dot_{name}_q8_0", None, ctypes.c_int,
                        ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
                        ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)

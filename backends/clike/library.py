@@ -18,6 +18,7 @@ The CUDA backend adds its warp-cooperative functions and kernels on top
 """
 from __future__ import annotations
 
+from ninfer_ir.quant import IQ4_NL_VALUES
 from .library_kquants import SOURCE as KQUANT_FUNCTIONS
 
 __all__ = ["PRELUDE", "RECORD_FUNCTIONS", "GGUF_BLOCK_FUNCTIONS", "host_source"]
@@ -275,6 +276,17 @@ NQ_FN float nq_q80_q80_record(const nq_u8* a, const nq_u8* b) {
     return nq_fmul(nq_i2f(s), nq_fmul(nq_half_at(a), nq_half_at(b)));
 }
 
+/* v_b of IQ4_NL a[18] x Q8_0 b[34]: (d_w * d_x) * f32(S), w = the index's value. */
+NQ_FN float nq_iq4nl_q80_record(const nq_u8* a, const nq_u8* b) {
+    const nq_i32 values[16] = {$IQ4_NL_VALUES};
+    nq_i32 s = 0;
+    for (int k = 0; k < 16; ++k) {
+        s += values[a[2 + k] & 15u] * nq_sext8(b[2 + k]);
+        s += values[a[2 + k] >> 4] * nq_sext8(b[18 + k]);
+    }
+    return nq_fmul(nq_fmul(nq_half_at(a), nq_half_at(b)), nq_i2f(s));
+}
+
 /* binary16 bits of a positive finite f32, rounded to nearest even (0x7c00 or more:
    it does not fit). Below 2^-14: d * 2^24 is exact and rounds to the subnormal. */
 NQ_FN nq_u32 nq_half_bits(float d) {
@@ -315,6 +327,9 @@ NQ_FN int nq_q80_quantize_block(const float* v, nq_u8* out) {
     return 0;
 }
 """
+
+GGUF_BLOCK_FUNCTIONS = GGUF_BLOCK_FUNCTIONS.replace(
+    "$IQ4_NL_VALUES", ", ".join(str(v) for v in IQ4_NL_VALUES))
 
 # The K-quant x Q8_K record functions (docs/spec/quantized-kquants.md) are part of it.
 GGUF_BLOCK_FUNCTIONS += KQUANT_FUNCTIONS

@@ -4,6 +4,7 @@
 ``values_q40_q80``      u8[..., G,18], u8[G,34]     -> f32[..., G]  v_b         (§4.1)
 ``values_q50_q80``      u8[..., G,22], u8[G,34]     -> f32[..., G]  v_b         (§4.2)
 ``values_q80_q80``      u8[..., G,34], u8[G,34]     -> f32[..., G]  v_b         (§4.3)
+``values_iq4nl_q80``    u8[..., G,18], u8[G,34]     -> f32[..., G]  v_b         (§4.4)
 
 The dots themselves (the fold of v_b in the op's order, the rows form) are the
 shared code of ``numerics.quantized``, which finds these functions through the
@@ -18,10 +19,10 @@ from types import MappingProxyType
 import numpy as np
 
 from ..errors import VerifyError
-from ..quant import q4_0, q5_0, q8_0
+from ..quant import IQ4_NL_VALUES, iq4_nl, q4_0, q5_0, q8_0
 
 __all__ = ["REASON_TEXT", "quantize_q80", "values_q40_q80", "values_q50_q80",
-           "values_q80_q80"]
+           "values_q80_q80", "values_iq4nl_q80"]
 
 # --- domain errors of quantize q8_0 (same reason codes and status word as q8_k) ---
 
@@ -39,6 +40,8 @@ _D = q8_0.field("d")
 _Q = q8_0.field("q")
 _Q4 = q4_0.field("q")
 _Q5H, _Q5 = q5_0.field("qh"), q5_0.field("q")
+_IQ4 = iq4_nl.field("q")
+_IQ4_VALUES = np.array(IQ4_NL_VALUES, dtype=np.int16)
 
 if not (_Q.nbytes == _BLOCK == 2 * _Q4.nbytes == 2 * _Q5.nbytes and _Q5H.nbytes * 8 == _BLOCK
         and q4_0.field("d").start == q5_0.field("d").start == _D.start):
@@ -158,4 +161,14 @@ def values_q80_q80(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     s = _sum(lhs[..., _Q.start:_Q.stop].view(np.int8), xq)
     with np.errstate(all="ignore"):
         return np.multiply(s, np.multiply(_half(lhs, 0), dx, dtype=np.float32),
+                           dtype=np.float32)
+
+
+def values_iq4nl_q80(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """v_b = R32(R32(d_w * d_x) * f32(S_b)) with w = IQ4_NL_VALUES[index] (spec §4.4)."""
+    _check(lhs, rhs)
+    xq, dx = _activation(rhs)
+    s = _sum(_IQ4_VALUES[_nibbles(lhs[..., _IQ4.start:_IQ4.stop])], xq)
+    with np.errstate(all="ignore"):
+        return np.multiply(np.multiply(_half(lhs, 0), dx, dtype=np.float32), s,
                            dtype=np.float32)

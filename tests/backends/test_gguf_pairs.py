@@ -1,6 +1,6 @@
 """Every backend against the interpreter, bit for bit, for the 32-element GGUF entries of
-the closed tables (docs/spec/quantized-gguf.md): Q8_0 quantize and the Q4_0/Q5_0/Q8_0 x
-Q8_0 dots. Compiled CPU code at every ISA level the host runs, at 1 and 2 threads, and the
+the closed tables (docs/spec/quantized-gguf.md): Q8_0 quantize and the Q4_0/Q5_0/Q8_0/IQ4_NL
+x Q8_0 dots. Compiled CPU code at every ISA level the host runs, at 1 and 2 threads, and the
 C-like emitter built as host C; odd shapes, views and staged records, G = 1 (-0.0 stays),
 non-finite scales, and domain errors naming the interpreter's record."""
 import numpy as np

@@ -50,7 +50,7 @@ def reference_values(pair, w, xq):
     mul = lambda a, b: np.multiply(a, b, dtype=F32)                    # noqa: E731
     if pair.lhs.name == "q4_0":
         return mul(mul(s, dw), dx)
-    if pair.lhs.name == "q5_0":
+    if pair.lhs.name in ("q5_0", "iq4_nl"):
         return mul(mul(dw, dx), s)
     return mul(s, mul(dw, dx))
 

@@ -14,8 +14,8 @@ Q = importlib.import_module("ninfer_ir.quant")
 
 def test_members_and_printing():
     assert str(I.quant.q4_k) == "#q4_k" and str(I.quant.q8_k) == "#q8_k"
-    assert {s.name for s in I.quant} == {"q4_k", "q8_k", "q8_0", "q4_0", "q5_0", "q2_k",
-                                         "q3_k", "q5_k", "q6_k"}
+    assert {s.name for s in I.quant} == {"q4_k", "q8_k", "q8_0", "q4_0", "q5_0", "iq4_nl",
+                                         "q2_k", "q3_k", "q5_k", "q6_k"}
 
 
 def test_record_tables_are_the_spec():
@@ -34,7 +34,7 @@ def test_record_tables_are_the_spec():
 
 
 # sizeof(block_*) of ggml-common.h, and the bits each field holds
-GGML = {"q8_0": (34, 32), "q4_0": (18, 32), "q5_0": (22, 32), "q2_k": (84, 256),
+GGML = {"q8_0": (34, 32), "q4_0": (18, 32), "q5_0": (22, 32), "iq4_nl": (18, 32), "q2_k": (84, 256),
         "q3_k": (110, 256), "q5_k": (176, 256), "q6_k": (210, 256)}
 
 
@@ -53,7 +53,8 @@ def test_gguf_block_sizes_and_field_bits():
 
 def test_pair_and_target_tables():
     pairs = {(p.lhs.name, p.rhs.name) for p in Q.PAIRS.values()}
-    assert {("q4_k", "q8_k"), ("q4_0", "q8_0"), ("q5_0", "q8_0"), ("q8_0", "q8_0")} <= pairs
+    assert {("q4_k", "q8_k"), ("q4_0", "q8_0"), ("q5_0", "q8_0"), ("q8_0", "q8_0"),
+            ("iq4_nl", "q8_0")} <= pairs
     assert {t.schema.name for t in Q.QUANTIZE_TARGETS.values()} == {"q8_k", "q8_0"}
     for p in Q.PAIRS.values():
         assert p.lhs.block_elems == p.rhs.block_elems

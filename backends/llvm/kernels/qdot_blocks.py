@@ -1,4 +1,5 @@
-"""Dot kernels of the 32-element pairs Q4_0/Q5_0/Q8_0 x Q8_0 (docs/spec/quantized-gguf.md §4).
+"""Dot kernels of the 32-element pairs Q4_0/Q5_0/Q8_0/IQ4_NL x Q8_0
+(docs/spec/quantized-gguf.md §4).
 
 For each pair ``p`` of ``ninfer_ir.quant.PAIRS`` whose ``cpu_module`` is this one, two
 exported functions with the signatures of ``qdot`` (the Q4_K ones)::
@@ -11,7 +12,9 @@ exported functions with the signatures of ``qdot`` (the Q4_K ones)::
 Every load is byte-aligned (``align 1``), so records may sit at any address.
 
 Integers. A record's 32 weight codes become one ``<32 x i8>`` of signed values
-(Q4_0: nibble - 8; Q5_0: (nibble | fifth bit << 4) - 16; Q8_0: the stored i8);
+(Q4_0: nibble - 8; Q5_0: (nibble | fifth bit << 4) - 16; Q8_0: the stored i8;
+IQ4_NL: the table value of the index, looked up with ``vpshufb`` on x86 levels and a
+tree of selects on the index bits on the portable level);
 with the 32 activation quants they are widened to i32 and multiplied, and
 adjacent products are added (``vpmaddwd`` where the target has it):
 16 exact i32 lanes of magnitude <= 2*128*128. ``S_b`` is their sum
@@ -20,7 +23,7 @@ adjacent products are added (``vpmaddwd`` where the target has it):
 |S_b| <= 2**19, so ``sitofp`` is exact.
 
 Floats, one rounding per step, plain IEEE instructions (no FMA, no fast-math):
-Q4_0 ``v = (S*d_w)*d_x``; Q5_0 and Q8_0 ``v = (d_w*d_x)*S`` (the product of
+Q4_0 ``v = (S*d_w)*d_x``; Q5_0, Q8_0 and IQ4_NL ``v = (d_w*d_x)*S`` (the product of
 two f32 is commutative, so Q8_0's ``S*(d_w*d_x)`` is the same value). The
 binary16 scales are widened exactly (``vcvtph2ps`` on x86 levels, integer bit
 assembly on the portable level). A row's result is ``((v0 + v1) + v2) + ...``
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ninfer_ir.quant import PAIRS, DotPair, q4_0, q5_0, q8_0
+from ninfer_ir.quant import IQ4_NL_VALUES, PAIRS, DotPair, iq4_nl, q4_0, q5_0, q8_0
 from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, reduce_add,
                                                   store_zero_rows)
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, TransposeReducer,
@@ -89,6 +92,20 @@ def _unsigned_q5_0(b, rec, isa):
     return b.or_(_nibbles(b, rec, q5_0.field("q").start), _fifth_bits(b, rec, isa))
 
 
+def _unsigned_iq4_nl(b, rec, isa):
+    """The table value + 128 (1..241) of each index."""
+    index = _nibbles(b, rec, iq4_nl.field("q").start)
+    table = [v + 128 for v in IQ4_NL_VALUES]
+    if isa != "portable":
+        pshufb = intrinsic(b.module, "llvm.x86.avx2.pshuf.b", V32B, [V32B, V32B])
+        return b.call(pshufb, [const_vec(I8, table * 2), index])
+    level = [splat(I8, BLOCK, t) for t in table]
+    for bit in range(4):                      # pick by index bit 0, then 1, 2, 3
+        set_ = b.icmp_unsigned("!=", b.and_(index, splat(I8, BLOCK, 1 << bit)), zero(V32B))
+        level = [b.select(set_, level[k + 1], level[k]) for k in range(0, len(level), 2)]
+    return level[0]
+
+
 def _unsigned_q8_0(b, rec, isa):
     return b.xor(load(b, rec, q8_0.field("q").start, V32B), splat(I8, BLOCK, 0x80))
 
@@ -106,6 +123,7 @@ _PAIR_CODE = {
     "q40_q80": (_unsigned_q4_0, 8, _value_s_dw_dx),
     "q50_q80": (_unsigned_q5_0, 16, _value_dwdx_s),
     "q80_q80": (_unsigned_q8_0, 128, _value_dwdx_s),
+    "iq4nl_q80": (_unsigned_iq4_nl, 128, _value_dwdx_s),
 }
 
 
