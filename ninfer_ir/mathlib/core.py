@@ -9,7 +9,7 @@ in the interpreter and in every backend that computes the ordinary ops exactly.
 
 Only basic IEEE operations appear: f32/f64 ``add sub mul div``, conversions, integer
 bit operations, comparisons and selects; no FMA. Helpers at the end of this file are
-the exact double-double building blocks (``two_sum``, ``two_prod``, ``div_dd``) and the
+the exact double-double building blocks (``two_sum``, ``two_prod``) and the
 one final rounding ``round_dd`` (round-to-odd to 53 bits, then RNE to f32, which is
 the correctly rounded f32 of ``hi + lo``).
 """
@@ -178,14 +178,6 @@ def two_prod(a: Val, b: Val):
     return p, e
 
 
-def div_dd(nh: Val, nl: Val, dh: Val, dl: Val):
-    """(nh + nl) / (dh + dl) as a double-double (relative error about 2^-100)."""
-    q = nh / dh
-    p, e = two_prod(q, dh)
-    r = (((nh - p) - e) + nl) - q * dl
-    return fast_two_sum(q, r / dh)
-
-
 def round_dd(hi: Val, lo: Val) -> Val:
     """The f32 nearest to ``hi + lo`` (ties to even): ``hi`` is first rounded to odd
     with the sign of ``lo`` as sticky bit, then converted once."""
@@ -216,5 +208,5 @@ def copysign(mag: Val, sign_of: Val) -> Val:
 
 
 __all__ = ["Val", "NumpyContext", "IRContext", "select", "bits_const", "two_sum",
-           "fast_two_sum", "two_prod", "div_dd", "round_dd", "pow2", "rne_int", "copysign",
+           "fast_two_sum", "two_prod", "round_dd", "pow2", "rne_int", "copysign",
            "f32", "f64", "i32", "i64", "u32", "u64", "bool_"]

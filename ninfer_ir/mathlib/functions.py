@@ -2,15 +2,18 @@
 ``core``). Every function takes and returns an f32 ``Val``; NaN arguments are handled
 by the caller (``mathlib.apply``), which gives the canonical quiet NaN.
 
-Method: the argument is widened to f64 (exactly), reduced exactly, and the function is
-evaluated as a double-double ``hi + lo`` whose relative error is far below 2^-53; the
-f32 result is its one correct rounding (``round_dd``). ``sqrt`` and ``rsqrt`` instead
-round a Newton approximation and correct it with an exact test at the two f32
-midpoints around it. The rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
+Method (``exp exp2 log log2 tanh sin cos``): the argument is widened to f64 (exactly),
+reduced exactly, and the function is evaluated in plain f64 with a relative error of
+about 2^-51; its rounding to f32 is the correctly rounded result except where the exact
+value lies that close to an f32 rounding boundary. Those inputs were found by exhaustive
+search and are listed with their results (``_fix``). ``erf`` evaluates a double-double
+``hi + lo`` and rounds it once (``round_dd``). ``sqrt`` and ``rsqrt`` round a Newton
+approximation and correct it with one exact test at the f32 midpoint on its side. The
+rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
 
-from .core import (bits_const, copysign, div_dd, f32, f64, fast_two_sum, i64, pow2, rne_int,
+from .core import (bits_const, copysign, f32, f64, fast_two_sum, i64, pow2, rne_int,
                    round_dd, select, two_prod, two_sum, u32, u64)
 
 QNAN = 0x7FC00000
@@ -19,10 +22,8 @@ INF = 0x7F800000
 _h = float.fromhex
 LN2_HI45 = _h("0x1.62e42fefa3a00p-1")     # ln 2 to 45 bits: k * LN2_HI45 is exact, |k| < 2^8
 LN2_LO45 = _h("-0x1.0ca86c3898d00p-49")   # ln 2 - LN2_HI45
-LN2_HI = _h("0x1.62e42fefa39efp-1")       # ln 2 as a double-double
-LN2_LO = _h("0x1.abc9e3b39803fp-56")
-INV_LN2_HI = _h("0x1.71547652b82fep+0")   # 1 / ln 2 as a double-double
-INV_LN2_LO = _h("0x1.777d0ffda0d24p-56")
+LN2 = _h("0x1.62e42fefa39efp-1")          # ln 2 and 1 / ln 2, rounded to f64
+INV_LN2 = _h("0x1.71547652b82fep+0")
 SQRT2 = _h("0x1.6a09e667f3bcdp+0")
 
 
@@ -31,6 +32,27 @@ def _horner(z, coeffs):
     for c in reversed(coeffs[:-2]):
         acc = acc * z + c
     return acc
+
+
+def _fix(x, r, table):
+    """``r`` with the results of the exceptional inputs in ``table`` (f32 bit patterns
+    of ``x`` -> of the correctly rounded result) put in place."""
+    xb = x.bitcast(u32)
+    for xbits, rbits in table:
+        r = select(xb.eq(xbits), bits_const(x.c, rbits, f32), r)
+    return r
+
+
+# Inputs at which the f64 evaluation below lies so close to an f32 rounding boundary that
+# it rounds the wrong way (every such input, found by exhaustive search: scripts/check_math.py)
+_EXP_FIX = ()
+_EXP2_FIX = ((0x3b429d37, 0x3f804385), (0xbcf3a937, 0x3f7ac6b1))
+_LOG_FIX = ((0x3c413d3a, 0xc08e158f), (0x41178feb, 0x400fe5e7), (0x4c5d65a5, 0x418f034b),
+            (0x65d890d3, 0x4254d1f9), (0x6f31a8ec, 0x42845a89))
+_LOG2_FIX = ()
+_TANH_FIX = ()
+_SIN_FIX = ((0x46199998, 0xbeb1fa5d),)              # of |x|: the sign is applied after
+_COS_FIX = ((0x5f18b878, 0x3f7f14bb), (0x6115cb11, 0x3f78142f))   # of |x|
 
 
 # -- rounding to integers (exact in f32) ----------------------------------------------
@@ -66,27 +88,31 @@ def trunc(x):
 # -- square roots -------------------------------------------------------------------
 
 def _rsqrt64(xd):
-    """1/sqrt(xd) for a positive normal f64, relative error about 2^-52: an integer
-    first guess (within 3.5 %) and four Newton steps y(3 - x y^2)/2."""
+    """1/sqrt(xd) for a positive normal f64, relative error below 2^-34: an integer
+    first guess (within 3.5 %) and three Newton steps y(3 - x y^2)/2."""
     y = (xd.c.const(0x5FE6EB50C7B537A9, u64) - (xd.bitcast(u64) >> 1)).bitcast(f64)
     half = xd * 0.5
-    for _ in range(4):
+    for _ in range(3):
         y = y * (1.5 - half * y * y)
     return y
 
 
-def _neighbours(r):
-    """(r, next above, next below) of a positive f32 ``r``, as f32 and as f64."""
+def _rounded(y, beyond):
+    """The correctly rounded f32 of a positive value t, from an f64 ``y`` within 2^-34
+    of it: r = f32(y) is right unless t lies beyond the f32 midpoint ``m`` between r and
+    its neighbour on y's side; ``beyond(m)`` decides that exactly. (Were t on the other
+    side of r, it would be within 2^-34 of r, far from both midpoints.)"""
+    r = y.cast(f32)
     b = r.bitcast(u32)
-    up, dn = (b + 1).bitcast(f32), (b - 1).bitcast(f32)
-    return up, dn, (r.cast(f64) + up.cast(f64)) * 0.5, (r.cast(f64) + dn.cast(f64)) * 0.5
+    side = y.gt(r.cast(f64))
+    n = select(side, b + 1, b - 1).bitcast(f32)
+    return select(beyond((r.cast(f64) + n.cast(f64)) * 0.5, side), n, r)
 
 
 def sqrt(x):
     xd = x.cast(f64)
-    r = (xd * _rsqrt64(xd)).cast(f32)
-    up, dn, mu, md = _neighbours(r)        # a midpoint has 25 bits: its square is exact
-    r = select((mu * mu).le(xd), up, select((md * md).gt(xd), dn, r))
+    # a midpoint has 25 bits: its square is exact
+    r = _rounded(xd * _rsqrt64(xd), lambda m, up: select(up, (m * m).le(xd), (m * m).gt(xd)))
     r = select(x.eq(0.0), x, r)
     r = select(x.lt(0.0), bits_const(x.c, QNAN, f32), r)
     return select(x.eq(float("inf")), x, r)
@@ -100,9 +126,8 @@ def _above_one(m, xd):
 
 def rsqrt(x):
     xd = x.cast(f64)
-    r = _rsqrt64(xd).cast(f32)
-    up, dn, mu, md = _neighbours(r)
-    r = select(_above_one(mu, xd), select(_above_one(md, xd), dn, r), up)
+    # 1/sqrt(x) > m exactly when m*m*x < 1 (never equal: no tie)
+    r = _rounded(_rsqrt64(xd), lambda m, up: _above_one(m, xd).ne(up))
     r = select(x.eq(0.0), copysign(bits_const(x.c, INF, f32), x), r)
     r = select(x.lt(0.0), bits_const(x.c, QNAN, f32), r)
     return select(x.eq(float("inf")), x.c.const(0.0, f32), r)
@@ -121,34 +146,38 @@ def _exp_dd(r, c):
     return fast_two_sum(hi, lo + (s + c + c * r))
 
 
+def _expm1_r(r):
+    """e^r - 1 in f64 for |r| <= 0.35, as r + r^2 q(r): relative error about 2^-52."""
+    return r + r * r * _horner(r, _EXP_Q)
+
+
+def _reduce_ln2(t):
+    """(k, r) with t = k ln 2 + r, k integral, |r| <= 0.35 (t an f64, |t| < 2^8, whose
+    products with a 45-bit ln 2 head are exact; r carries one rounding of the tail)."""
+    k = rne_int(t * INV_LN2)
+    return k, (t - k * LN2_HI45) - k * LN2_LO45
+
+
 def exp(x):
-    xd = x.cast(f64).max(-150.0).min(100.0)   # beyond: the f32 result is 0 or inf
-    k = rne_int(xd * INV_LN2_HI)
-    r, c = fast_two_sum(xd - k * LN2_HI45, -(k * LN2_LO45))
-    hi, lo = _exp_dd(r, c)
-    s = pow2(k)
-    return round_dd(hi * s, lo * s)
+    k, r = _reduce_ln2(x.cast(f64).max(-150.0).min(100.0))   # beyond: 0 or inf in f32
+    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(k)).cast(f32), _EXP_FIX)
 
 
 def exp2(x):
     xd = x.cast(f64).max(-160.0).min(130.0)
     k = rne_int(xd)
-    f = xd - k                                  # exact, |f| <= 1/2
-    p, e = two_prod(f, xd.c.const(LN2_HI, f64))
-    r, c = fast_two_sum(p, e + f * LN2_LO)
-    hi, lo = _exp_dd(r, c)
-    s = pow2(k)
-    return round_dd(hi * s, lo * s)
+    r = (xd - k) * LN2                          # xd - k is exact, |xd - k| <= 1/2
+    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(k)).cast(f32), _EXP2_FIX)
 
 
 # -- logarithms -----------------------------------------------------------------------
 
-_ATANH_P = [1.0 / n for n in range(3, 25, 2)]    # (atanh(s) - s) / s^3 in s^2, to s^22/23
+_ATANH_P = [1.0 / n for n in range(3, 21, 2)]    # (atanh(s) - s) / s^3 in s^2, to s^19/19
 
 
 def _log_parts(x):
-    """(e, hi, lo) with log(x) = e ln 2 + hi + lo (hi + lo = log m, m in [0.7, 1.42])
-    for a positive finite f32 ``x``; e is an integral f64."""
+    """(e, l) with log(x) = e ln 2 + l (l = log m, m in [0.7, 1.42], relative error about
+    2^-52) for a positive finite f32 ``x``; e is an integral f64."""
     b = x.cast(f64).bitcast(i64)
     e = ((b >> 52) - 1023).cast(f64)
     m = ((b & 0xFFFFFFFFFFFFF) | (1023 << 52)).bitcast(f64)
@@ -156,13 +185,9 @@ def _log_parts(x):
     m = select(big, m * 0.5, m)
     e = select(big, e + 1.0, e)
     f = m - 1.0                                  # exact; 24 bits, so 2 + f is exact too
-    d = f + 2.0
-    s = f / d                                    # log m = 2 atanh(f / (2 + f))
-    p, pe = two_prod(s, d)
-    sl = ((f - p) - pe) / d
-    z = s * s
-    hi, lo = fast_two_sum(s * 2.0, sl * 2.0 + (s * 2.0) * z * _horner(z, _ATANH_P))
-    return e, hi, lo
+    t = f / (f + 2.0)                            # log m = 2 atanh(f / (2 + f))
+    z = t * t
+    return e, t * 2.0 + (t * 2.0) * z * _horner(z, _ATANH_P)
 
 
 def _log_specials(x, r):
@@ -172,43 +197,24 @@ def _log_specials(x, r):
 
 
 def log(x):
-    e, hi, lo = _log_parts(x)
-    h, l = two_sum(e * LN2_HI45, hi)
-    return _log_specials(x, round_dd(*fast_two_sum(h, l + (e * LN2_LO45 + lo))))
+    e, l = _log_parts(x)
+    r = (e * LN2_HI45 + (l + e * LN2_LO45)).cast(f32)
+    return _log_specials(x, _fix(x, r, _LOG_FIX))
 
 
 def log2(x):
-    e, hi, lo = _log_parts(x)
-    p, pe = two_prod(hi, x.c.const(INV_LN2_HI, f64))
-    pe = pe + (hi * INV_LN2_LO + lo * INV_LN2_HI)
-    h, l = two_sum(e, p)
-    return _log_specials(x, round_dd(*fast_two_sum(h, l + pe)))
+    e, l = _log_parts(x)
+    return _log_specials(x, _fix(x, (e + l * INV_LN2).cast(f32), _LOG2_FIX))
 
 
 # -- hyperbolic tangent ---------------------------------------------------------------
 
-_TANH_P = [_h(c) for c in (
-    "-0x1.5555555555555p-2", "0x1.1111111111111p-3", "-0x1.ba1ba1ba1ba1cp-5",
-    "0x1.664f4882c10fap-6", "-0x1.226e355e6c23dp-7", "0x1.d6d3d0e157de0p-9",
-    "-0x1.7da36452b75e3p-10", "0x1.3558248036744p-11", "-0x1.f57d7734d1664p-13",
-    "0x1.967e18afcafadp-14", "-0x1.497d8eea25259p-15", "0x1.0b132d39a6050p-16")]
-# (tanh(a) - a) / a^3 in a^2 (Taylor, to a^25), used for |a| < 1/4
-
-
 def tanh(x):
     a = x.cast(f64).abs().min(10.0)           # tanh(10) rounds to 1 in f32
-    z = a * a
-    sh, sl = fast_two_sum(a, a * z * _horner(z, _TANH_P))
-    k = rne_int(a * (2.0 * INV_LN2_HI))       # e^{2a} = 2^k e^r, then (E - 1) / (E + 1)
-    r, c = fast_two_sum((a * 2.0) - k * LN2_HI45, -(k * LN2_LO45))
-    eh, el = _exp_dd(r, c)
+    k, r = _reduce_ln2(a * 2.0)                # e^{2a} - 1 = 2^k (e^r - 1) + 2^k - 1
     s = pow2(k)
-    eh, el = eh * s, el * s
-    nh, nl = two_sum(eh, eh.c.const(-1.0, f64))
-    dh, dl = two_sum(eh, eh.c.const(1.0, f64))
-    qh, ql = div_dd(nh, nl + el, dh, dl + el)
-    small = a.lt(0.25)
-    return copysign(round_dd(select(small, sh, qh), select(small, sl, ql)), x)
+    em = _expm1_r(r) * s + (s - 1.0)           # exact terms, k = 0 for 2a < ln 2 / 2
+    return copysign(_fix(x.abs(), (em / (em + 2.0)).cast(f32), _TANH_FIX), x)
 
 
 # -- error function -------------------------------------------------------------------
@@ -243,7 +249,7 @@ def erf(x):
     sh, sl = fast_two_sum(a, a * z * _horner(z, _ERF_P))
     p, e = two_prod(sh, a.c.const(TWO_OVER_SQRTPI_HI, f64))
     sh, sl = fast_two_sum(p, e + (sh * TWO_OVER_SQRTPI_LO + sl * TWO_OVER_SQRTPI_HI))
-    k = rne_int(-(z * INV_LN2_HI))            # erf = 1 - e^{-z} erfcx(a) for a >= 1
+    k = rne_int(-(z * INV_LN2))            # erf = 1 - e^{-z} erfcx(a) for a >= 1
     r, c = fast_two_sum(-z - k * LN2_HI45, -(k * LN2_LO45))
     eh, el = _exp_dd(r, c)
     s = pow2(k)
@@ -257,8 +263,7 @@ def erf(x):
 
 # -- sine and cosine -------------------------------------------------------------------
 
-PIO2_HI = _h("0x1.921fb54442d18p+0")      # pi / 2 as a double-double
-PIO2_LO = _h("0x1.1a62633145c07p-54")
+PIO2 = _h("0x1.921fb54442d18p+0")         # pi / 2 rounded to f64
 _TWO_OVER_PI = (0x0, 0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0, 0xdb629599,
                 0x3c439041, 0xfe5163ab, 0xdebbc561)
 # 2/pi in 32-bit limbs, most significant first; limb k holds the bits of weight
@@ -309,46 +314,31 @@ def _reduce_pio2(x):
     fs = f_hi.bitcast(i64)                        # f - 1 when f >= 1/2
     hi = fs.cast(f64)
     lo = (fs - hi.cast(i64)).cast(f64) + f_lo.cast(f64) * 2.0 ** -32
-    hi, lo = hi * 2.0 ** -64, lo * 2.0 ** -64
-    rh, rl = two_prod(hi, c.const(PIO2_HI, f64))
-    rh, rl = fast_two_sum(rh, rl + (hi * PIO2_LO + lo * PIO2_HI))
+    r = (hi + lo) * (PIO2 * 2.0 ** -64)
     a = x.cast(f64).abs()
     small = a.lt(0.78)                            # below pi/4: r = |x|, q = 0
-    return (select(small, c.const(0, u64), quad), select(small, a, rh),
-            select(small, c.const(0.0, f64), rl))
+    return select(small, c.const(0, u64), quad), select(small, a, r)
 
 
-def _sin_dd(rh, rl):
-    z = rh * rh
-    return fast_two_sum(rh, rh * z * _horner(z, _SIN_S) + rl * (1.0 - z * 0.5))
-
-
-def _cos_dd(rh, rl):
-    q, qe = two_prod(rh, rh)
-    h, l = fast_two_sum(rh.c.const(1.0, f64), q * -0.5)
-    return fast_two_sum(h, l - (qe * 0.5 + rh * rl) + q * q * _horner(q, _COS_C))
+def _sin_cos(x):
+    """(sin |x|, cos |x|) in f64, relative error about 2^-51, for a finite f32 ``x``."""
+    quad, r = _reduce_pio2(x)
+    z = r * r
+    s = r + r * z * _horner(z, _SIN_S)
+    c = (1.0 - z * 0.5) + z * z * _horner(z, _COS_C)
+    odd = (quad & 1).ne(0)
+    sv, cv = select(odd, c, s), select(odd, s, c)
+    return select((quad & 2).ne(0), -sv, sv), select(((quad + 1) & 2).ne(0), -cv, cv)
 
 
 def sin(x):
-    quad, rh, rl = _reduce_pio2(x)
-    sh, sl = _sin_dd(rh, rl)
-    ch, cl = _cos_dd(rh, rl)
-    odd = (quad & 1).ne(0)
-    h, l = select(odd, ch, sh), select(odd, cl, sl)
-    flip = (quad & 2).ne(0)
-    r = round_dd(select(flip, -h, h), select(flip, -l, l))
+    r = _fix(x.abs(), _sin_cos(x)[0].cast(f32), _SIN_FIX)
     r = (r.bitcast(u32) ^ (x.bitcast(u32) & 0x80000000)).bitcast(f32)   # sin(-x) = -sin(x)
     return select(x.abs().eq(float("inf")), bits_const(x.c, QNAN, f32), r)
 
 
 def cos(x):
-    quad, rh, rl = _reduce_pio2(x)
-    sh, sl = _sin_dd(rh, rl)
-    ch, cl = _cos_dd(rh, rl)
-    odd = (quad & 1).ne(0)
-    h, l = select(odd, sh, ch), select(odd, sl, cl)
-    flip = ((quad + 1) & 2).ne(0)
-    r = round_dd(select(flip, -h, h), select(flip, -l, l))
+    r = _fix(x.abs(), _sin_cos(x)[1].cast(f32), _COS_FIX)
     return select(x.abs().eq(float("inf")), bits_const(x.c, QNAN, f32), r)
 
 
@@ -356,3 +346,7 @@ FUNCTIONS = {
     "sqrt": sqrt, "rsqrt": rsqrt, "exp": exp, "exp2": exp2, "log": log, "log2": log2,
     "tanh": tanh, "erf": erf, "sin": sin, "cos": cos, "floor": floor, "ceil": ceil, "trunc": trunc, "rint": rint,
 }
+
+#: per function, the name of its table of exceptional inputs (see ``_fix``)
+EXCEPTIONS = {"exp": "_EXP_FIX", "exp2": "_EXP2_FIX", "log": "_LOG_FIX", "log2": "_LOG2_FIX",
+              "tanh": "_TANH_FIX", "sin": "_SIN_FIX", "cos": "_COS_FIX"}

@@ -13,6 +13,7 @@ import pytest
 import ninfer_ir as I
 from ninfer_ir.backends.clike.host import HostKernel
 from ninfer_ir.mathlib import FUNCTIONS
+from ninfer_ir.mathlib import functions as mathfns
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 import check_math  # noqa: E402
@@ -36,8 +37,20 @@ HARD = {
 @pytest.fixture(scope="module")
 def xs():
     x = check_math.sample(seed=14, n=1 << 12)
-    extra = np.array([b for v in HARD.values() for b in v], dtype=np.uint32).view(np.float32)
-    return np.concatenate([x, extra])
+    extra = [b for v in HARD.values() for b in v]
+    extra += [b for name in mathfns.EXCEPTIONS.values() for b, _ in getattr(mathfns, name)]
+    return np.concatenate([x, np.array(extra, dtype=np.uint32).view(np.float32)])
+
+
+@pytest.mark.parametrize("fn", sorted(mathfns.EXCEPTIONS))
+def test_every_exceptional_input_is_needed(fn, monkeypatch):
+    """Each listed exception is an input the plain f64 evaluation rounds the wrong way."""
+    table = getattr(mathfns, mathfns.EXCEPTIONS[fn])
+    x = np.array([b for b, _ in table], dtype=np.uint32).view(np.float32)
+    want = np.array([r for _, r in table], dtype=np.uint32)
+    assert np.array_equal(getattr(I, fn)(x).view(np.uint32), want)
+    monkeypatch.setattr(mathfns, mathfns.EXCEPTIONS[fn], ())
+    assert np.all(getattr(I, fn)(x).view(np.uint32) != want)
 
 
 def _bits(a):
