@@ -13,7 +13,12 @@ disagree about what a kernel computes.
   bits`` codes); ``k`` defined outside the loop or by ``dim``/``constant`` ops of the
   body.
 
-Both need a loop with step 1 that carries no values.
+Both need a loop with step 1 that carries no values. A nest of two such loops over
+``m`` and ``n`` whose inner loop is the ``q4k_q8k_dot_rows`` loop of the ``m``-th
+activation row is a GEMM (``_gemm``): ``q4k_q8k_gemm`` when the row is ``xq[m]`` of
+Q8_K records ``[M, G, 292]`` defined outside the nest, ``q4k_q8k_gemm_quantize`` when
+the body quantizes ``x[m]`` of f32 ``[M, G, 256]`` into a fresh ``alloc`` first; in both
+the output is ``y[..., m, n]``.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from math import lcm
 from . import ops as O
 from .sumorder import SumOrder
 
-__all__ = ["Match", "match_loop", "decode_rows_takes"]
+__all__ = ["Match", "match_loop", "decode_rows_takes", "GEMM_KERNELS"]
 
 
 @dataclass
@@ -172,6 +177,58 @@ def _rows_decode(loop, dec, name):
                  (pre, p_view, s_view, dec, dot, st, swapped, order))
 
 
+GEMM_KERNELS = ("q4k_q8k_gemm", "q4k_q8k_gemm_quantize")
+
+
+def _row_of(v, iv, loop) -> bool:
+    """``v`` is ``subview(t, iv) {axes = "i::"}`` of a rank-3 ``t`` defined outside ``loop``."""
+    sv = getattr(v, "op", None)
+    return (isinstance(sv, O.SubviewOp) and sv.attrs.get("axes") == "i::"
+            and sv.operands[1] is iv and sv.operands[0].type.rank == 3
+            and _outside(loop, sv.operands[0]))
+
+
+def _gemm(loop, name):
+    """A ``Match`` of the GEMM nest (see the module doc), or the reason it is not one."""
+    ops = [op for op in loop.body.ops if not isinstance(op, O.YieldOp)]
+    inner = [op for op in ops if isinstance(op, O.ForOp)]
+    if len(inner) != 1:
+        return "the quantized dot is in a nested loop or branch, not the row loop itself"
+    inner = inner[0]
+    found = match_loop(inner, name)
+    if not isinstance(found, Match) or found.kernel != "q4k_q8k_dot_rows":
+        why = found if isinstance(found, str) else f"it is a {found.kernel} loop"
+        return f"no GEMM: its inner loop is not a row loop of quantized dots ({why})"
+    sv, qd, st = found.parts
+    m = loop.body.args[0]
+    if not all(_outside(loop, v) for v in (sv.operands[0], *inner.operands[:2])):
+        return "no GEMM: the weights or the bounds of the inner loop change with the outer loop"
+    idx = st.operands[2:]
+    if len(idx) < 2 or idx[-2] is not m or not all(_outside(loop, v) for v in
+                                                   (st.operands[1], *idx[:-2])):
+        return f"no GEMM: the dots are not stored into y[..., {name(m)}, {name(idx[-1])}] " \
+               f"of an output defined outside the nest"
+    xq = qd.operands[1]
+    if _row_of(xq, m, loop) and ops == [xq.op, inner] and _only_use(xq, qd):
+        return Match("q4k_q8k_gemm", [sv.operands[0], xq.op.operands[0], st.operands[1]],
+                     (inner, sv, qd, st, None))
+    alloc = getattr(xq, "op", None)
+    if isinstance(alloc, O.AllocOp) and len(ops) == 5 and ops[1:] == [alloc, ops[2], inner, ops[4]]:
+        quant, free = ops[2], ops[4]
+        if (isinstance(quant, O.QuantizeIntoOp) and len(quant.operands) == 2
+                and quant.operands[1] is xq and quant.operands[0].op is ops[0]
+                and _row_of(quant.operands[0], m, loop) and _only_use(quant.operands[0], quant)
+                and isinstance(free, O.DeallocOp) and free.operands[0] is xq
+                and all(_outside(loop, v) for v in alloc.operands)
+                and {u.op for u in xq.uses} == {quant, qd, free}):
+            return Match("q4k_q8k_gemm_quantize",
+                         [sv.operands[0], ops[0].operands[0], st.operands[1]],
+                         (inner, sv, qd, st, quant))
+    return f"no GEMM: the row {name(xq)} the dots read is neither a row {name(m)} of " \
+           f"Q8_K records defined outside the nest nor x[{name(m)}] quantized into a " \
+           f"fresh buffer by the body alone"
+
+
 def match_loop(loop, name=None):
     """A ``Match`` for a loop a CPU library kernel computes, else the reason (a string);
     ``name`` spells a value in the reason (default: its name hint)."""
@@ -182,9 +239,14 @@ def match_loop(loop, name=None):
     if not qdots and not decodes:
         nested = any(isinstance(op, (O.QuantizedDotOp, O.DecodeOp))
                      for inner in body for op in inner.walk() if inner.regions)
-        return ("the quantized dot is in a nested loop or branch, not the row loop itself"
-                if nested else "no library kernel computes it (its body holds no "
-                               "quantized_dot and no dot of a decoded row)")
+        if not nested:
+            return ("no library kernel computes it (its body holds no quantized_dot and "
+                    "no dot of a decoded row)")
+        step = loop.operands[2]
+        if (isinstance(getattr(step, "op", None), O.ConstantOp)
+                and step.op.attrs["value"] == 1 and not loop.results):
+            return _gemm(loop, name)
+        return "the quantized dot is in a nested loop or branch, not the row loop itself"
     if len(qdots) + len(decodes) != 1:
         return "its body holds more than one quantized_dot or decoded row"
     step = loop.operands[2]

@@ -57,7 +57,8 @@ from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, F32P, I8, I8P, I16, I
                                                  half_bits_to_float, i32, i64, intrinsic,
                                                  load, shuffle, splat, store, vec, zero)
 
-__all__ = ["GEMM", "GEMM_TYPE", "add_gemm", "Blocking", "blocking"]
+__all__ = ["GEMM", "GEMM_TYPE", "GEMM_PAR", "ENV_WORDS", "add_gemm", "add_gemm_par", "Blocking",
+           "blocking"]
 
 GEMM = "ninfer_q4k_q8k_gemm"
 GEMM_TYPE = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I8P, I64, I64, I64, I64, I64,
@@ -393,4 +394,38 @@ def add_gemm(module: ir.Module, isa: str) -> ir.Function:
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
+    return fn
+
+
+# --- the thread-pool body ------------------------------------------------------------------
+
+GEMM_PAR = "ninfer_q4k_q8k_gemm_par"
+PAR_BODY_TYPE = ir.FunctionType(I64, [I8P, I64, I64, I64.as_pointer()])
+ENV_WORDS = len(_ARG_NAMES)
+
+
+def add_gemm_par(module: ir.Module, isa: str) -> ir.Function:
+    """Add (once) ``i64 ninfer_q4k_q8k_gemm_par(i8* env, i64 lo, i64 hi, i64* err)``, the
+    body a thread pool runs: ``env`` holds the twelve arguments of ``ninfer_q4k_q8k_gemm``
+    as i64 words, and the call computes the blocks ``[lo, hi)`` of ``blocking(isa).block``
+    weight rows each (the last one cut at N). It cannot fail: the status is 0."""
+    if GEMM_PAR in module.globals:
+        return module.globals[GEMM_PAR]
+    gemm = add_gemm(module, isa)
+    nb = blocking(isa).block
+    fn = ir.Function(module, PAR_BODY_TYPE, name=GEMM_PAR)
+    fn.linkage = "internal"
+    env, lo, hi, _ = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    slots = b.bitcast(env, I64.as_pointer())
+    w, w_row, w_rec, x, x_row, x_rec, count, m_rows, n_rows, y, y_m, y_n = (
+        b.load(b.gep(slots, [i64(k)])) for k in range(ENV_WORDS))
+    first = b.mul(lo, i64(nb))
+    stop = b.mul(hi, i64(nb))
+    stop = b.select(b.icmp_signed("<", stop, n_rows), stop, n_rows)
+    w_ptr = b.gep(b.inttoptr(w, I8P), [b.mul(first, w_row)])
+    y_ptr = b.gep(b.inttoptr(y, F32P), [b.mul(first, y_n)])
+    b.call(gemm, [w_ptr, w_row, w_rec, b.inttoptr(x, I8P), x_row, x_rec, count, m_rows,
+                  b.sub(stop, first), y_ptr, y_m, y_n])
+    b.ret(i64(0))
     return fn
