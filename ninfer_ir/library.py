@@ -17,8 +17,9 @@ Both need a loop with step 1 that carries no values. A nest of two such loops ov
 ``m`` and ``n`` whose inner loop is the ``q4k_q8k_dot_rows`` loop of the ``m``-th
 activation row is a GEMM (``_gemm``): ``q4k_q8k_gemm`` when the row is ``xq[m]`` of
 Q8_K records ``[M, G, 292]`` defined outside the nest, ``q4k_q8k_gemm_quantize`` when
-the body quantizes ``x[m]`` of f32 ``[M, G, 256]`` into a fresh ``alloc`` first; in both
-the output is ``y[..., m, n]``.
+the body first quantizes ``x[m]`` of f32 ``[M, G, 256]`` into an ``alloc`` that nothing
+else reads (allocated in the body, or before the nest and freed after it); in both the
+output is ``y[..., m, n]``.
 """
 from __future__ import annotations
 
@@ -213,20 +214,23 @@ def _gemm(loop, name):
         return Match("q4k_q8k_gemm", [sv.operands[0], xq.op.operands[0], st.operands[1]],
                      (inner, sv, qd, st, None))
     alloc = getattr(xq, "op", None)
-    if isinstance(alloc, O.AllocOp) and len(ops) == 5 and ops[1:] == [alloc, ops[2], inner, ops[4]]:
-        quant, free = ops[2], ops[4]
-        if (isinstance(quant, O.QuantizeIntoOp) and len(quant.operands) == 2
-                and quant.operands[1] is xq and quant.operands[0].op is ops[0]
-                and _row_of(quant.operands[0], m, loop) and _only_use(quant.operands[0], quant)
-                and isinstance(free, O.DeallocOp) and free.operands[0] is xq
-                and all(_outside(loop, v) for v in alloc.operands)
-                and {u.op for u in xq.uses} == {quant, qd, free}):
-            return Match("q4k_q8k_gemm_quantize",
-                         [sv.operands[0], ops[0].operands[0], st.operands[1]],
-                         (inner, sv, qd, st, quant))
+    quant = ops[2 if alloc in ops else 1] if len(ops) > 2 else None
+    frees = [u.op for u in xq.uses if isinstance(u.op, O.DeallocOp)]
+    if (isinstance(alloc, O.AllocOp) and isinstance(quant, O.QuantizeIntoOp)
+            and ops == ([ops[0], alloc, quant, inner] + frees if alloc in ops
+                        else [ops[0], quant, inner])
+            and len(frees) == 1 and (alloc in ops) == (frees[0] in ops)
+            and len(quant.operands) == 2 and quant.operands[1] is xq
+            and getattr(quant.operands[0], "op", None) is ops[0]
+            and _row_of(quant.operands[0], m, loop) and _only_use(quant.operands[0], quant)
+            and all(_outside(loop, v) for v in alloc.operands)
+            and {u.op for u in xq.uses} == {quant, qd, frees[0]}):
+        return Match("q4k_q8k_gemm_quantize",
+                     [sv.operands[0], ops[0].operands[0], st.operands[1]],
+                     (inner, sv, qd, st, quant))
     return f"no GEMM: the row {name(xq)} the dots read is neither a row {name(m)} of " \
-           f"Q8_K records defined outside the nest nor x[{name(m)}] quantized into a " \
-           f"fresh buffer by the body alone"
+           f"Q8_K records defined outside the nest nor x[{name(m)}] quantized by the " \
+           f"body into a buffer that nothing else reads"
 
 
 def match_loop(loop, name=None):
