@@ -259,3 +259,31 @@ def test_blocking_fits_the_registers():
     for isa in ISAS:
         blk = blocking(isa)
         assert 2 * blk.rows * blk.cols + 2 * blk.rows <= (32 if isa == "avx512vnni" else 16)
+
+
+@I.kernel
+def gemm_batched(w: I.Tensor[I.u8, "N", "G", 144], xq: I.Tensor[I.u8, "M", "G", 292],
+                 y: I.Buffer[I.f32, 2, "M", "N"]):
+    for m in I.range(xq.shape[0]):
+        for n in I.range(w.shape[0]):
+            y[1, m, n] = I.quantized_dot(w[n], xq[m], lhs_format=I.quant.q4_k,
+                                         rhs_format=I.quant.q8_k, acc_dtype=I.f32)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_nest_with_a_leading_index_and_an_unaligned_output(threads):
+    """y[1, m, n] of a [2, M, N] output; then y at an odd byte address, which the kernel does
+    not take (the loop nest runs): the interpreter's bits either way."""
+    assert I.lower(gemm_batched, report=True)[1].remarks[0].kernel == "q4k_q8k_gemm"
+    rng = np.random.default_rng(12)
+    w = q4k_records(rng, (70, 2))
+    xq = np.stack([q8k_records(rng, 2) for _ in range(3)])
+    kernel = I.compile(gemm_batched, target="cpu", threads=threads)
+    want, got = np.zeros((2, 3, 70), np.float32), np.zeros((2, 3, 70), np.float32)
+    I.interpret(gemm_batched, w, xq, want)
+    kernel(w, xq, got)
+    assert same_bits(got, want) and want[1].all() and not want[0].any()
+    raw = np.zeros(2 * 3 * 70 * 4 + 1, np.uint8)
+    odd = np.ndarray((2, 3, 70), np.float32, buffer=raw, offset=1)
+    kernel(w, xq, odd)
+    assert same_bits(odd, want)
