@@ -178,6 +178,12 @@ def test_nest_is_exact(kind, threads, m, n, g, strided):
     assert same_bits(y, want)
 
 
+def test_the_nest_is_a_body_of_the_pool():
+    """The launcher hands the pool (``par``) only to kernels with bodies it runs."""
+    for kernel in NESTS.values():
+        assert I.compile(kernel, target="cpu", threads=2).info.bodies == 1
+
+
 def test_nest_non_finite_scales():
     rng = np.random.default_rng(9)
     w = q4k_records(rng, (40, 2))

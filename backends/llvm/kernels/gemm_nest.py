@@ -156,6 +156,7 @@ class GemmNest:
             b.call(add_gemm(e.module, isa), args)
             return
         body = add_gemm_par(e.module, isa)
+        e.kernel.bodies += 1          # a body the pool runs: the launcher then passes ``par``
         nb = blocking(isa).block
         m_count, n_count, count = args[7], args[8], args[6]
         blocks = b.sdiv(b.add(n_count, i64c(nb - 1)), i64c(nb))
