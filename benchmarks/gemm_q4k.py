@@ -14,6 +14,7 @@ checked bit for bit against the interpreter once per M.
 
     PYTHONPATH=. python benchmarks/gemm_q4k.py                  # M = 2, 8, 32, 128, 512
     PYTHONPATH=. python benchmarks/gemm_q4k.py --m 8,32 --reps 5
+    PYTHONPATH=. python benchmarks/gemm_q4k.py --quick           # seconds
 """
 from __future__ import annotations
 
@@ -45,11 +46,15 @@ def main(argv=None):
     parser.add_argument("--k", type=int, default=4096, help="columns (a multiple of 256)")
     parser.add_argument("--reps", type=int, default=None,
                         help="timed calls per config (default: about 1 s of work each)")
+    parser.add_argument("--quick", action="store_true",
+                        help="M = 2, 8 with N = K = 1024, a few calls (seconds)")
     parser.add_argument("--no-check", action="store_true", help="skip the interpreter check")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.k % 256:
         parser.error("--k must be a multiple of 256")
+    if args.quick:
+        args.m, args.n, args.k, args.reps = "2,8", 1024, 1024, args.reps or 5
     rows = [int(v) for v in args.m.split(",")]
     print(machine_line())
     ggml, why = load_ggml()

@@ -12,7 +12,7 @@ record pair exact in i32 (any grouping), then ``p = f32(d)*f32(S)``, ``n = f32(d
 f32(T)``, ``v = ds*(p - n)``, one rounding each, and the row's v added in record order,
 the first one initialising the sum. G <= 0 stores +0.0 everywhere. Records are read
 byte-aligned at any stride; ``y`` must be float-aligned and overlap neither input. The
-scratch (about 20 KB) is on the stack; the kernel is safe to call from several threads.
+scratch (about 27 KB) is on the stack; the kernel is safe to call from several threads.
 
 Blocking. Lane ``l`` of a vector of ``L`` i32 lanes (16 on the VNNI level, 8 below)
 holds weight row ``n0 + r*L + l``; a block is ``R`` such vectors (``NB = R*L`` rows). For
@@ -88,7 +88,7 @@ class Blocking:
 @lru_cache(maxsize=None)
 def blocking(isa: str) -> Blocking:
     if isa == "avx512vnni":
-        return Blocking(lanes=16, rows=2, cols=4, chunk=64)
+        return Blocking(lanes=16, rows=2, cols=6, chunk=128)
     return Blocking(lanes=8, rows=2, cols=2, chunk=64)
 
 
