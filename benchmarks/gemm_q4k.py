@@ -45,7 +45,7 @@ def main(argv=None):
     parser.add_argument("--n", type=int, default=4096, help="weight rows")
     parser.add_argument("--k", type=int, default=4096, help="columns (a multiple of 256)")
     parser.add_argument("--reps", type=int, default=None,
-                        help="timed calls per config (default: about 1 s of work each)")
+                        help="timed calls per config (default: 30 GFLOP of work, 12 to 200)")
     parser.add_argument("--quick", action="store_true",
                         help="M = 2, 8 with N = K = 1024, a few calls (seconds)")
     parser.add_argument("--no-check", action="store_true", help="skip the interpreter check")
@@ -74,7 +74,7 @@ def main(argv=None):
             I.interpret(q4k_gemm, w, x, want)
             kernels[1](w, x, y)
             exact = np.array_equal(y.view(np.uint32), want.view(np.uint32))
-        reps = args.reps or max(4, min(200, int(4e9 / (2 * m * n * args.k))))
+        reps = args.reps or max(12, min(200, int(3e10 / (2 * m * n * args.k))))
         for t in THREADS:
             groups = {"ours": [lambda t=t: kernels[t](w, x, y)]}
             settle = [let_pool_sleep]
