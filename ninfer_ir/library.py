@@ -199,9 +199,11 @@ def _gemm(loop, name):
         return "the quantized dot is in a nested loop or branch, not the row loop itself"
     inner = inner[0]
     found = match_loop(inner, name)
-    if not isinstance(found, Match) or found.kernel != "q4k_q8k_dot_rows":
-        why = found if isinstance(found, str) else f"it is a {found.kernel} loop"
-        return f"no GEMM: its inner loop is not a row loop of quantized dots ({why})"
+    if not isinstance(found, Match):
+        return f"no GEMM: its inner loop is not a row loop of quantized dots ({found})"
+    if found.kernel != "q4k_q8k_dot_rows":
+        return f"no GEMM: the GEMM kernel takes Q4_K x Q8_K dots; the inner loop is a " \
+               f"{found.kernel} loop"
     sv, qd, st = found.parts
     m = loop.body.args[0]
     if not all(_outside(loop, v) for v in (sv.operands[0], *inner.operands[:2])):

@@ -17,7 +17,7 @@ are contiguous with float-aligned row strides), ``y`` is float-aligned with
 float-multiple strides, and ``y`` overlaps neither input (checked at run time unless the
 IR shows it, as for the rows kernel); otherwise the ordinary loop nest runs. Results are
 identical: each ``y[m, n]`` is the dot ``ninfer_q4k_q8k_dot`` computes. With a pool
-(``threads`` > 1) and at least ``ROWS_PARALLEL_RECORDS`` record pairs, the blocks of
+(``threads`` > 1) and at least ``ROWS_PARALLEL_ELEMENTS`` products, the blocks of
 weight rows are spread over the pool (``ninfer_q4k_q8k_gemm_par``); each block is
 computed whole by one thread, so the split changes no result.
 """
@@ -29,8 +29,7 @@ from ninfer_ir.quant import q8_k
 
 from ninfer_ir.backends.llvm.gen.emitter import I8P, I64, PAR_TYPE, carried_loop, i64c
 from ninfer_ir.backends.llvm.kernels.qgemm import ENV_WORDS, add_gemm, add_gemm_par, blocking
-from ninfer_ir.backends.llvm.kernels.records import (QUANTIZE, ROWS_PARALLEL_RECORDS, _apart,
-                                                     _scratch)
+from ninfer_ir.backends.llvm.kernels.records import ROWS_PARALLEL_ELEMENTS, _apart, _scratch
 
 __all__ = ["GemmNest"]
 
@@ -127,7 +126,7 @@ class GemmNest:
         row_bytes = b.mul(count, i64c(rec))
         xq, slot = _scratch(e, b.mul(m_count, count), rec)
         s0, s1, _ = x.byte_strides(b)
-        quantize = e.module.globals[QUANTIZE]
+        quantize = e.module.globals[self.quant.target.cpu]
 
         def row(i, carried):
             src = b.bitcast(b.gep(x.ptr, [b.mul(b.add(m_first, i), s0)]), F32P)
@@ -160,8 +159,8 @@ class GemmNest:
         nb = blocking(isa).block
         m_count, n_count, count = args[7], args[8], args[6]
         blocks = b.sdiv(b.add(n_count, i64c(nb - 1)), i64c(nb))
-        work = b.mul(b.mul(m_count, n_count), count)
-        worth = b.and_(b.icmp_signed(">=", work, i64c(ROWS_PARALLEL_RECORDS)),
+        work = b.mul(b.mul(b.mul(m_count, n_count), count), i64c(q8_k.block_elems))
+        worth = b.and_(b.icmp_signed(">=", work, i64c(ROWS_PARALLEL_ELEMENTS)),
                        b.icmp_signed(">", blocks, i64c(1)))
         env = e.entry_alloca(ir.ArrayType(I64, ENV_WORDS))
         for k, v in enumerate(args):
