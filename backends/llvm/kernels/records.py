@@ -195,11 +195,11 @@ def selected(loop):
     if any(a is not b for a, b in zip(found.params, call.operands)):
         raise VerifyError(f"the parameters of kernel_call {call.kernel} are not those of "
                           f"its loop", call)
-    if isinstance(found.parts[1], O.QuantizedDotOp):
-        return found.parts
     if found.kernel in GEMM_KERNELS:
         from ninfer_ir.backends.llvm.kernels.gemm_nest import GemmNest
         return GemmNest(found.kernel, *found.parts)
+    if isinstance(found.parts[1], O.QuantizedDotOp):
+        return found.parts
     from ninfer_ir.backends.llvm.kernels.qdecode import DecodeRows
     return DecodeRows(loop, *found.parts)
 
