@@ -10,8 +10,9 @@ whole index arrays (the tests check it against the registry's ``decode``); the C
 emitter and the C emitter run the same code in contexts that emit LLVM IR and C, so
 every backend computes the same binary32 operations in the same order as the
 registry's decoders (``ninfer_ir/formats/_ggml_quants.py``, ``_ggml_iquants.py``,
-``nvfp4.py``, ``fp8_row.py``, ``direct.py``): no fused multiply-add, a sign applied
-as a multiplication by +-1 where the registry multiplies.
+``nvfp4.py``, ``fp8_row.py``, ``direct.py``): no fused multiply-add; where the
+registry multiplies by a sign of +-1 the decoder negates, keeping a NaN as the
+product keeps it.
 
 Only whole-row geometry is assumed (checked before any element is read): every byte
 offset below stays inside the row.
@@ -33,8 +34,9 @@ __all__ = ["element", "TableNumpyContext", "NumpyRow", "numpy_decode"]
 
 def _table(name: str) -> np.ndarray:
     """The constant tables the decoders read, as integer arrays (floats by their bits)."""
-    if name.startswith("grid_"):
-        return np.ascontiguousarray(grid(name[5:])).reshape(-1)
+    if name.startswith("grid_"):      # small integers, exact in a byte
+        values = np.asarray(grid(name[5:])).reshape(-1)
+        return values.astype(np.int8 if name == "grid_iq1s" else np.uint8)
     return {"ksigns": KSIGNS.astype(np.uint8),
             "iq4nl": IQ4_NL_VALUES.astype(np.int8),
             "e2m1": E2M1_VALUES.view(np.uint32),
@@ -93,9 +95,11 @@ def _nibble(blk, base, j):
     return (blk.byte(base + (j & 15)) >> ((j >> 4) * 4)) & 15
 
 
-def _sign(bits: Val, c_bit: Val) -> Val:
-    """+1.0 or -1.0: bit ``c_bit`` of ``bits`` set negates."""
-    return select(((bits >> c_bit) & 1).ne(0), bits.c.const(-1.0, f32), 1.0)
+def _signed(x: Val, bits: Val, c_bit: Val) -> Val:
+    """The registry's ``x * (-1 if bit c_bit of bits else +1)``: ``-x``, or ``x`` itself
+    when not negated or a NaN (the product keeps a NaN operand's sign). Written without
+    the multiplication by -1, which an optimizer may turn into a sign flip of the NaN."""
+    return select(((bits >> c_bit) & 1).ne(0) & x.eq(x), -x, x)
 
 
 # -- scalar-grid blocks ---------------------------------------------------------------
@@ -182,8 +186,9 @@ def _grid(b, name, index, width, coord):
     return _f(lookup(b.c, f"grid_{name}", index * width + coord))
 
 
-def _ksign(b, index7, c_bit):
-    return _sign(lookup(b.c, "ksigns", index7).cast(i32), c_bit)
+def _ksigned(b, x, index7, c_bit):
+    """``x`` with ggml's ``ksigns_iq2xs[index7]`` sign ``c_bit``."""
+    return _signed(x, lookup(b.c, "ksigns", index7).cast(i32), c_bit)
 
 
 def _quarter(d, field, last):
@@ -197,7 +202,7 @@ def _iq2_xxs(b):
     db = _quarter(b.half(0), (aux >> 28).cast(i32), 0.25)
     signs = ((aux >> (7 * (e >> 3)).cast(u32)) & 127).cast(i32)
     g = _grid(b, "iq2xxs", b.byte(2 + 8 * ib + (e >> 3)), 8, e & 7)
-    return (db * g) * _ksign(b, signs, e & 7)
+    return _ksigned(b, db * g, signs, e & 7)
 
 
 def _half_nibble_scale(b, at, ib, entry):
@@ -210,14 +215,14 @@ def _iq2_xs(b):
     g8, ib, entry, c_bit = b.j >> 3, b.j >> 5, (b.j >> 3) & 3, b.j & 7
     q16 = b.u16(2 + 2 * g8)
     db = _half_nibble_scale(b, 66, ib, entry)
-    return (db * _grid(b, "iq2xs", q16 & 511, 8, c_bit)) * _ksign(b, q16 >> 9, c_bit)
+    return _ksigned(b, db * _grid(b, "iq2xs", q16 & 511, 8, c_bit), q16 >> 9, c_bit)
 
 
 def _iq2_s(b):
     g8, ib, entry, c_bit = b.j >> 3, b.j >> 5, (b.j >> 3) & 3, b.j & 7
     index = b.byte(2 + g8) | (((b.byte(66 + ib) >> (2 * entry)) & 3) << 8)
     db = _half_nibble_scale(b, 74, ib, entry)
-    return (db * _grid(b, "iq2s", index, 8, c_bit)) * _sign(b.byte(34 + g8), c_bit)
+    return _signed(db * _grid(b, "iq2s", index, 8, c_bit), b.byte(34 + g8), c_bit)
 
 
 def _iq3_xxs(b):
@@ -226,7 +231,7 @@ def _iq3_xxs(b):
     db = _quarter(b.half(0), (aux >> 28).cast(i32), 0.5)
     signs = ((aux >> (7 * (e >> 3)).cast(u32)) & 127).cast(i32)
     lattice = _grid(b, "iq3xxs", b.byte(2 + 8 * ib + (e >> 2)), 4, e & 3)
-    return (db * lattice) * _ksign(b, signs, e & 7)
+    return _ksigned(b, db * lattice, signs, e & 7)
 
 
 def _iq3_s(b):
@@ -236,7 +241,7 @@ def _iq3_s(b):
     lattice = _grid(b, "iq3s", index, 4, e & 3)
     odd_even = (b.byte(106 + (ib >> 1)) >> (4 * (ib & 1))) & 15
     db = b.half(0) * _f(1 + 2 * odd_even)
-    return (db * lattice) * _sign(b.byte(74 + 4 * ib + (e >> 3)), e & 7)
+    return _signed(db * lattice, b.byte(74 + 4 * ib + (e >> 3)), e & 7)
 
 
 def _iq1(dl, b, index, delta_bit):
