@@ -51,20 +51,18 @@ class Reg:
 
 
 class Decoded:
-    """A lazy decoded row: ``sizes`` like a view, elements computed when read;
-    ``inputs``: the decode's row views and scalar expressions."""
-    __slots__ = ("inputs", "fn", "sizes", "dtype")
+    """A lazy decoded row: ``sizes`` like a view, elements computed when read by
+    ``fn(*args, k)``."""
+    __slots__ = ("args", "fn", "sizes", "dtype")
 
-    def __init__(self, inputs, fn, k, dtype):
-        self.inputs, self.fn, self.sizes, self.dtype = list(inputs), fn, [k], dtype
+    def __init__(self, args, fn, k, dtype):
+        self.args, self.fn, self.sizes, self.dtype = [str(a) for a in args], fn, [k], dtype
 
 
 def element(e, x, idx) -> str:
     """A C expression for element ``idx`` of a view or decoded row (no bounds check)."""
     if isinstance(x, Decoded):
-        args = [a for i in x.inputs
-                for a in ((i.ptr, i.strides[0], i.sizes[0]) if isinstance(i, View) else (i,))]
-        return f"{x.fn}({', '.join(map(str, args))}, {idx[0]})"
+        return f"{x.fn}({', '.join(x.args)}, {idx[0]})"
     return f"{e.lib.load(x.dtype)}({address(x, idx)})"
 
 
@@ -299,12 +297,15 @@ def lower_decode(e, op):
         k = (f"({sizes[0]}) / {fmt.block_bytes} * {fmt.block_values}"
              if family(fmt) == "gguf" else sizes[0])
         fn = element_fn(e.lib, fmt)
+        args = [a for x in inputs
+                for a in ((x.ptr, x.strides[0], x.sizes[0]) if isinstance(x, View) else (x,))]
     else:
-        k, p, n = inputs[2], inputs[0].sizes[0], inputs[1].sizes[0]
+        (packed, scales, k), p, n = inputs, inputs[0].sizes[0], inputs[1].sizes[0]
         e.guard(f"{k} >= 1 && {k} < ((nq_i64)1 << 56) && {p} == ({k} * {fmt.bits} + 7) / 8 && "
                 f"{n} == ({k} + {fmt.group - 1}) / {fmt.group}", ("decode", op, 0), [p, n, k])
-        inputs, fn = inputs[:2], decode_fn(e.lib, fmt)
-    row = Decoded(inputs, fn, k, op.result.type.dtype)
+        fn = decode_fn(e.lib, fmt)
+        args = [packed.ptr, packed.strides[0], p, scales.ptr, scales.strides[0]]
+    row = Decoded(args, fn, k, op.result.type.dtype)
     return conform(e, op, row, op.result.type)
 
 
@@ -326,12 +327,11 @@ def decode_fn(lib, fmt) -> str:
     code = (f"(nq_i32)word - {offset}" if offset is not None
             else f"(nq_i32)(word ^ {sign}u) - {sign}")
     return lib.define(f"nq_decode_{fmt.name}", """$FN float $NAME(const nq_u8* p, nq_i64 ps, nq_i64 pn,
-                              const nq_u8* s, nq_i64 ss, nq_i64 sn, nq_i64 k) {
+                              const nq_u8* s, nq_i64 ss, nq_i64 k) {
     const nq_i64 pos = k * $BITS, byte = pos >> 3;
     const nq_u32 lo = p[byte * ps], hi = byte + 1 < pn ? p[(byte + 1) * ps] : 0u;
     const nq_u32 word = ((lo | (hi << 8)) >> (pos & 7)) & ${MASK}u;
     const nq_i32 q = $CODE;
-    (void)sn;
     return $MUL($H2F($LDH(s + (k / $GROUP) * ss)), (float)q);
 }
 """, BITS=fmt.bits, MASK=(1 << fmt.bits) - 1, CODE=code, GROUP=fmt.group,

@@ -384,6 +384,8 @@ def _quantized_dot(run, step, vals):
 
 def _decode(run, step, vals):
     fmt = step.op.format
+    if step.op.count is not None:
+        vals = [*vals[:2], int(vals[2])]
     problem = values_problem(fmt, vals)
     if problem:
         raise domain.decode_row(problem)
