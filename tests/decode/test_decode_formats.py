@@ -193,18 +193,27 @@ def test_decode_inside_a_dot_loop_is_the_general_path(name):
         assert _bits(_run(kernel, (b, x), want, run)) == _bits(want)
 
 
-def test_strided_and_viewed_rows():
-    fmt = I.formats.get("gguf_q4_k")
+@pytest.mark.parametrize("name", ["gguf_q4_k", "gguf_iq3_s", "nvfp4", "fp8_e4m3fn_row_bf16",
+                                  "bf16"])
+def test_strided_and_viewed_rows(name):
+    fmt = I.formats.get(name)
     rng = np.random.default_rng(3)
-    b = gguf_rows(fmt, 6, 4, rng)
-    wide = np.zeros((6, 2 * b.shape[1]), np.uint8)
-    wide[:, ::2] = b                                   # every other byte: a strided row
-    rows = wide[::-1, ::2][::2]                        # reversed, then every other row
-    want = fmt.decode(np.ascontiguousarray(rows))
+    args, want = rows_of(fmt, 6, row_length(fmt, rng, odd=True), rng)
+    views = []
+    for a in args:                                     # every other element: strided rows,
+        wide = np.zeros((a.shape[0], 2 * a.shape[1]) if a.ndim == 2 else 2 * a.shape[0],
+                        a.dtype)
+        if a.ndim == 2:
+            wide[:, ::2] = a
+            views.append(wide[::-1, ::2][::2])         # rows reversed, then every other one
+        else:
+            wide[::2] = a
+            views.append(wide[::2][::-1][::2])
+    want = want[::-1][::2]
     kernel = copy_kernel(fmt)
     for run in (lambda *a: I.interpret(kernel, *a), I.compile(kernel, target="cpu"),
                 HostKernel(I.lower(kernel))):
-        assert _bits(_run(kernel, (rows,), want, run)) == _bits(want)
+        assert _bits(_run(kernel, tuple(views), want, run)) == _bits(want)
 
 
 Q4K = I.formats.get("gguf_q4_k")
@@ -276,3 +285,26 @@ def test_eager_decode_refuses_bad_operands():
         I.decode(np.zeros(16, np.uint8), np.zeros(1, np.uint8), np.float64(1), format=nv)
     with pytest.raises(I.VerifyError, match="not k = 5"):
         I.decode(np.zeros(18, np.uint8), format=I.formats.get("gguf_q4_0"), k=5)
+
+
+def test_formats_doc_lists_every_decode_signature():
+    from pathlib import Path
+    from ninfer_ir.numerics.decode import signature
+    text = (Path(__file__).resolve().parents[2] / "docs" / "formats.md").read_text()
+    for name in I.formats.names():
+        (line,) = [ln for ln in text.splitlines() if ln.startswith(f"| `{name}` | yes | `decode(")]
+        call = line.split("`decode(")[1].split(")`")[0]
+        assert [part.split()[0].rstrip(":") for part in call.split(", ")] == \
+            [op.name for op in signature(I.formats.get(name))]
+        assert all(str(op.dtype) in call for op in signature(I.formats.get(name)) if op.dtype)
+
+
+def test_cuda_emission_of_every_family_compiles_to_exact_ptx():
+    from ninfer_ir.backends.cuda import nvrtc
+    for name in ("gguf_iq2_xxs", "gguf_q4_k", "nvfp4", "fp8_e4m3fn_row_fp16", "bf16"):
+        fmt = I.formats.get(name)
+        source = I.emit(copy_kernel(fmt), target="cuda", kind="cuda")
+        assert f"nq_decode_{name}(" in source
+        ptx = I.emit(copy_kernel(fmt), target="cuda", kind="ptx")
+        nvrtc.check_exact_ptx(ptx)
+        assert "fma.rn.f32" not in ptx and ".ftz" not in ptx
