@@ -308,3 +308,32 @@ def test_cuda_emission_of_every_family_compiles_to_exact_ptx():
         ptx = I.emit(copy_kernel(fmt), target="cuda", kind="ptx")
         nvrtc.check_exact_ptx(ptx)
         assert "fma.rn.f32" not in ptx and ".ftz" not in ptx
+
+
+NV = I.formats.get("nvfp4")
+
+
+@I.kernel
+def nvfp4_scaled(c: I.Tensor[I.u8, "K"], s: I.Tensor[I.u8, "S"], d: I.Tensor[I.f32, "D"],
+                 y: I.Buffer[I.f32, "K"]):
+    w = I.decode(c, s, d[0], format=NV)
+    for i in I.prange(c.shape[0]):
+        y[i] = w[i] * 2.0
+
+
+def test_decoded_row_read_by_a_parallel_loop():
+    """A decoded row (two row views and a scalar) defined outside a parallel loop of
+    2**19 + 48 elements travels into the outlined body on each thread."""
+    rng = np.random.default_rng(5)
+    k = (1 << 19) + 48
+    c = rng.integers(0, 16, k, dtype=np.uint8)
+    s = rng.integers(0, 0x7F, k // 16, dtype=np.uint8)
+    d = np.array([0.75, 2.0], np.float32)
+    want = NV.decode(NV.encode((c[None], s[None], d[:1]), method="import_encoded"))[0] * 2
+    small = np.zeros(4096, np.float32)              # the interpreter, on a short row
+    I.interpret(nvfp4_scaled, c[:4096], s[:256], d, small)
+    assert _bits(small) == _bits(want[:4096])
+    for threads in (1, 2):
+        got = np.zeros(k, np.float32)
+        I.compile(nvfp4_scaled, target="cpu", threads=threads)(c, s, d, got)
+        assert _bits(got) == _bits(want)
