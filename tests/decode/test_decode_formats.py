@@ -161,8 +161,8 @@ def test_compiled_decode_equals_the_registry(name):
     lowered = I.lower(kernel)
     runs = {"interp": lambda *a: I.interpret(kernel, *a), "host C": HostKernel(lowered)}
     for isa in _isas():
-        for threads in (1, 2):
-            runs[f"cpu {isa} T{threads}"] = compile_module(lowered, isa=isa, threads=threads)
+        runs[f"cpu {isa} T1"] = compile_module(lowered, isa=isa, threads=1)
+    runs["cpu T2"] = compile_module(lowered, threads=2)
     for what, run in runs.items():
         got = _run(kernel, args, np.zeros_like(want), run)
         assert _bits(got) == _bits(want), what
