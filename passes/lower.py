@@ -133,11 +133,12 @@ class _FuncLowering:
         self.dims.finish()
 
     def _stage_sliced_decodes(self):
-        """A decoded row is lazy (read where used); one that is viewed (``w[a:b]``) is
-        first copied into a row buffer of its own, freed at the end of its block."""
+        """A decoded row is lazy (read where used, its length taken by ``dim``); one that
+        is viewed (``w[a:b]``) is first copied into a row buffer of its own, freed at the
+        end of its block."""
         for op in list(self.func.walk()):
             if not isinstance(op, O.DecodeOp) \
-                    or all(isinstance(u.op, _LAZY_READERS) for u in op.result.uses):
+                    or all(isinstance(u.op, _LAZY_READERS + (O.DimOp,)) for u in op.result.uses):
                 continue
             t = op.result.type
             b = Builder().after(op)
@@ -145,7 +146,7 @@ class _FuncLowering:
             row = b.create("alloc", sizes, result_types=[BufferType(t.dtype, t.shape)],
                            names=[(op.result.name_hint or "w") + "_row"]).result
             for use in list(op.result.uses):
-                if not isinstance(use.op, _LAZY_READERS):
+                if not isinstance(use.op, _LAZY_READERS + (O.DimOp,)):
                     use.op.set_operand(use.index, row)
             b.create("copy", [op.result, row], result_types=[])
             Builder().before(op.parent.terminator).create("dealloc", [row], result_types=[])

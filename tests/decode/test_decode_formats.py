@@ -337,3 +337,31 @@ def test_decoded_row_read_by_a_parallel_loop():
         got = np.zeros(k, np.float32)
         I.compile(nvfp4_scaled, target="cpu", threads=threads)(c, s, d, got)
         assert _bits(got) == _bits(want)
+
+
+Q5 = I.formats.get("gguf_q5_0")
+
+
+@I.kernel
+def q5_row_sums(b: I.Tensor[I.u8, "N", "R"], y: I.Buffer[I.f32, "N"]):
+    for n in I.range(b.shape[0]):
+        w = I.decode(b[n], format=Q5)                  # f32[?]: its length read by dim
+        acc: I.f32 = 0.0
+        for i in I.range(w.shape[0]):
+            acc = acc + w[i]
+        y[n] = acc
+
+
+def test_length_of_a_lazy_row_needs_no_buffer():
+    assert not any(op.name == "alloc" for op in I.lower(q5_row_sums).walk())
+    rng = np.random.default_rng(6)
+    b = gguf_rows(Q5, 3, 3, rng, specials=False)
+    want = np.zeros(3, np.float32)
+    I.interpret(q5_row_sums, b, want)
+    ref = np.zeros(3, np.float32)
+    for r, row in enumerate(Q5.decode(b)):
+        for v in row:
+            ref[r] = np.float32(ref[r] + v)
+    assert _bits(want) == _bits(ref)
+    for run in (I.compile(q5_row_sums, target="cpu"), HostKernel(I.lower(q5_row_sums))):
+        assert _bits(_run(q5_row_sums, (b,), want, run)) == _bits(want)
