@@ -365,3 +365,29 @@ def test_length_of_a_lazy_row_needs_no_buffer():
     assert _bits(want) == _bits(ref)
     for run in (I.compile(q5_row_sums, target="cpu"), HostKernel(I.lower(q5_row_sums))):
         assert _bits(_run(q5_row_sums, (b,), want, run)) == _bits(want)
+
+
+BF16 = I.formats.get("bf16")
+
+
+@I.kernel
+def bf16_gemv_xw(w: I.Tensor[I.u16, "N", "K"], x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
+    for n in I.range(w.shape[0]):
+        y[n] = I.dot(x, I.decode(w[n], format=BF16))
+
+
+def test_staged_dot_keeps_the_order_operands_and_nans():
+    """The CPU backend decodes a chunk of 64 elements before summing its products (the
+    general path); lengths around the chunk, the decoded row second, and NaN, infinite
+    and signed-zero words give the interpreter's bits."""
+    rng = np.random.default_rng(8)
+    for k in (1, 63, 64, 65, 200):
+        w = rng.integers(0, 1 << 16, (9, k), dtype=np.uint64).astype(np.uint16)
+        w[0, :] = 0x8000                                # a row of -0.0
+        w[1, k // 2] = 0x7F81                           # a signalling NaN word
+        w[2, 0] = 0xFF80                                # -inf first
+        x = rng.standard_normal(k).astype(np.float32)
+        want = np.zeros(9, np.float32)
+        I.interpret(bf16_gemv_xw, w, x, want)
+        for run in (I.compile(bf16_gemv_xw, target="cpu"), HostKernel(I.lower(bf16_gemv_xw))):
+            assert _bits(_run(bf16_gemv_xw, (w, x), want, run)) == _bits(want), k
