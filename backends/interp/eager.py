@@ -204,7 +204,7 @@ def bind_arguments(func, args, kwargs):
 
 # -- decode and elementwise helpers of the facade -------------------------------------
 
-def decode(*rows, format=None, k=None) -> np.ndarray:
+def decode(*rows, format=None, k=None, **named) -> np.ndarray:
     """Eager ``I.decode``: one row of any registered format (operands as the format's
     family takes them, ``numerics.decode.signature``) -> f32[K] (i32[K] for int32)."""
     from ninfer_ir.formats import Format
@@ -219,6 +219,12 @@ def decode(*rows, format=None, k=None) -> np.ndarray:
         raise _fail("decode", f"attribute 'format' must be a registered format "
                               f"(I.formats.get(...)), got {_describe(format)}")
     specs = [op for op in signature(format) if op.kind != "count"]
+    for spec in specs[len(rows):]:                 # rows given by name (codes=..., scale=...)
+        if spec.name in named:
+            rows.append(named.pop(spec.name))
+    if named:
+        raise _fail("decode", f"a {format.name} decode has no argument "
+                              f"{', '.join(map(repr, named))} (or got it twice)")
     if len(rows) != len(specs):
         raise _fail("decode", f"a {format.name} decode takes "
                               f"{', '.join(map(repr, specs))}; got {len(rows)} operand(s)")

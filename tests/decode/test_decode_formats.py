@@ -283,6 +283,12 @@ def test_eager_decode_refuses_bad_operands():
         I.decode(np.zeros(16, np.uint8), format=nv)
     with pytest.raises(I.VerifyError, match="divisor must be one f32 scalar"):
         I.decode(np.zeros(16, np.uint8), np.zeros(1, np.uint8), np.float64(1), format=nv)
+    f8 = I.formats.get("fp8_e4m3fn_row_fp16")
+    codes = np.array([0x38, 0xB8, 0x7F], np.uint8)           # 1.0, -1.0, NaN (not validated)
+    got = I.decode(codes=codes, scale=np.float16(2), format=f8)
+    assert _bits(got) == _bits(np.array([2.0, -2.0, np.nan], np.float32) * np.float32(1))
+    with pytest.raises(I.VerifyError, match="has no argument 'scale'"):
+        I.decode(codes, np.float16(2), scale=np.float16(2), format=f8)
     with pytest.raises(I.VerifyError, match="not k = 5"):
         I.decode(np.zeros(18, np.uint8), format=I.formats.get("gguf_q4_0"), k=5)
 
