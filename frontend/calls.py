@@ -125,12 +125,13 @@ def decode(lw, node, fname):
     bound = dict(zip(params, args))
     if len(args) > len(params):
         raise lw.error(args[len(params)][1], f"I.{fname} of {fmt.name} takes "
-                                             f"{', '.join(params)}, format")
+                                             f"{', '.join(params)}, format; got "
+                                             f"{len(args)} row operand(s)")
+    takes = ", ".join(params) + (", format" if family(fmt) == "grouped" else ", format[, k]")
     for name, arg in kws.items():
         if name not in params or name in bound:
-            raise lw.error(arg[1], f"I.{fname} of {fmt.name} takes {', '.join(params)}, "
-                                   f"format; got argument '{name}'"
-                                   + (" twice" if name in bound else ""))
+            raise lw.error(arg[1], f"I.{fname} of {fmt.name} takes {takes}; got argument "
+                                   f"'{name}'" + (" twice" if name in bound else ""))
         bound[name] = arg
     missing = [p for p in params if p not in bound]
     if missing:

@@ -271,6 +271,10 @@ def test_static_geometry_and_signatures_are_verified():
         @I.kernel
         def bad_scale(c: I.Tensor[I.u8, "K"], s: I.Tensor[I.f16, "N"], y: I.Buffer[I.f32, "K"]):
             y[0] = I.decode(c, s[0], format=f8)[0]
+    with pytest.raises(I.DSLError, match=r"takes codes, scale, format\[, k\]; got argument 'scales'"):
+        @I.kernel
+        def bad_name(c: I.Tensor[I.u8, "K"], s: I.Tensor[I.u16, "N"], y: I.Buffer[I.f32, "K"]):
+            y[0] = I.decode(c, s[0], format=f8, scales=s)[0]
     text = ("func @f(%b: tensor<u8[68]>) {\n"
             "  %w = decode(%b) {format = #gguf_q8_0} : tensor<f32[32]>\n  return()\n}\n")
     with pytest.raises(I.VerifyError, match="the row holds 64 elements"):
