@@ -326,7 +326,7 @@ def lower_decode(e, op):
         e.guard(_geometry_ok(fmt, sizes), ("decode", op, 0), sizes)
         k = (f"({sizes[0]}) / {fmt.block_bytes} * {fmt.block_values}"
              if family(fmt) == "gguf" else sizes[0])
-        fn = element_fn(e.lib, fmt)
+        fn = element_fn(e.lib, fmt, e.CONST_DATA)
         args = [a for x in inputs
                 for a in ((x.ptr, x.strides[0], x.sizes[0]) if isinstance(x, View) else (x,))]
     else:
@@ -370,10 +370,11 @@ def decode_fn(lib, fmt) -> str:
 
 class CContext:
     """The math library's context that writes each op as one ``const`` C temporary,
-    with the scalar expressions of the emitter (``Library.scalar_expr``)."""
+    with the scalar expressions of the emitter (``Library.scalar_expr``); a table is a
+    file-scope array qualified by ``const_data`` (the emitter's ``CONST_DATA``)."""
 
-    def __init__(self, lib):
-        self.lib, self.lines = lib, []
+    def __init__(self, lib, const_data):
+        self.lib, self.lines, self.const_data = lib, [], const_data
 
     def const(self, value, t):
         return Val(self, self.lib.constant(t, float(value) if t.is_float else value), t)
@@ -390,10 +391,8 @@ class CContext:
         from ninfer_ir.types import from_numpy
         t = from_numpy(values.dtype)
         items = ", ".join(str(int(v)) + ("u" if t.kind == "uint" else "") for v in values)
-        name = self.lib.define(f"nq_decode_table_{key}",
-                               "#if defined(__CUDACC__)\n__device__\n#endif\n"
-                               "static const $T $NAME[$N] = {$ITEMS};\n",
-                               T=c_type(t), N=len(values), ITEMS=items)
+        name = self.lib.define(f"nq_decode_table_{key}", "$Q $T $NAME[$N] = {$ITEMS};\n",
+                               Q=self.const_data, T=c_type(t), N=len(values), ITEMS=items)
         return self.let(f"{name}[{idx.cast(i64).v}]", t)
 
 
@@ -412,13 +411,13 @@ class _CRow:
         return Val(self.c, f"a{i}", self.specs[i].dtype)
 
 
-def element_fn(lib, fmt) -> str:
+def element_fn(lib, fmt, const_data) -> str:
     """The C helper ``T nq_decode_<format>(<row parameters>, nq_i64 k)`` of a
     non-grouped format: ``decoders.element`` emitted in ``CContext``."""
     name = f"nq_decode_{fmt.name}"
     if name in lib.defs:
         return name
-    c = CContext(lib)
+    c = CContext(lib, const_data)
     row = _CRow(c, fmt)
     value = decoded_element(fmt, row, Val(c, "k", i64))
     params = [f"const nq_u8* p{i}, nq_i64 s{i}, nq_i64 n{i}" if spec.kind == "row"
