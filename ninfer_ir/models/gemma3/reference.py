@@ -75,8 +75,9 @@ class Weights:
 
 
 class ReferenceForward:
-    """``forward(tokens, pos)`` -> float32 logits ``[len(tokens), vocab]`` of the tokens
-    at positions ``pos, pos + 1, ...``, appending their keys and values to the cache."""
+    """``forward(tokens, pos)`` -> float32 logits ``[vocab]`` after the last of
+    ``tokens`` (at positions ``pos, pos + 1, ...``), their keys and values appended to
+    the cache."""
 
     name = "reference (numpy) forward pass"
 
@@ -93,13 +94,15 @@ class ReferenceForward:
         c, w = self.cfg, self.w
         tokens = [int(t) for t in tokens]
         t_count = len(tokens)
+        if not t_count:
+            raise ValueError("forward needs at least one token")
         if pos + t_count > self.max_context:
             raise ValueError(f"context of {self.max_context} positions exceeded")
         h = w.rows("token_embd.weight", tokens) * F32(np.sqrt(c.width))
         positions = np.arange(pos, pos + t_count)
         for layer in range(c.blocks):
             h = self._block(layer, h, positions)
-        out = rmsnorm(h, w("output_norm.weight"), c.eps)
+        out = rmsnorm(h[-1], w("output_norm.weight"), c.eps)
         logits = out @ w(w.output_name()).T
         if c.final_softcap:
             cap = F32(c.final_softcap)
