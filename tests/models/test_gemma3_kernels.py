@@ -37,8 +37,8 @@ CASES = {
     "gemv_f32": lambda: ((f32(33, 64), f32(64), np.zeros(33, np.float32)), [2]),
     "gemv_q4k": lambda: ((encode_q4k(f32(9, 512, s=0.05)).reshape(9, 2, 144), f32(2, 256),
                           np.zeros(9, np.float32)), [2]),
-    "rope_neox": lambda: ((f32(3, 16), (10000.0 ** (-np.arange(0, 16, 2) / 16)).astype(
-        np.float32), np.float32(37), np.float32(0.25)), [0]),
+    "rope_neox": lambda: ((f32(3, 2, 8), (10000.0 ** (-np.arange(0, 16, 2) / 16)).astype(
+        np.float32), np.zeros((3, 2, 8), np.float32), np.float32(37), np.float32(0.25)), [2]),
     "attention": lambda: ((f32(4, 16), f32(12, 2, 16), f32(12, 2, 16),
                            np.zeros((4, 12), np.float32), np.zeros((4, 16), np.float32),
                            3, 11), [3, 4]),
@@ -66,8 +66,9 @@ def test_values_match_the_reference():
 
     q = f32(3, 16)
     inv = (10000.0 ** (-np.arange(0, 16, 2) / 16)).astype(np.float32)
-    got = q.copy()
-    I.interpret(K.rope_neox, got, inv, np.float32(37), np.float32(1))
+    got = np.zeros_like(q)
+    I.interpret(K.rope_neox, q.reshape(3, 2, 8), inv, got.reshape(3, 2, 8), np.float32(37),
+                np.float32(1))
     cos, sin = R.rope_tables(np.array([37]), 16, 10000.0)
     np.testing.assert_allclose(got, R.rope_neox(q[None], cos, sin)[0], atol=1e-5)
 

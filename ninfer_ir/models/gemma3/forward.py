@@ -45,7 +45,7 @@ class KernelForward:
                       for n in _KERNELS}
         d, kvd = c.heads * c.head_dim, c.kv_heads * c.head_dim
         self.h, self.x, self.y = (np.zeros(c.width, F32) for _ in range(3))
-        self.q = np.zeros((c.heads, c.head_dim), F32)
+        self.q, self.qn = (np.zeros((c.heads, c.head_dim), F32) for _ in range(2))
         self.att = np.zeros((c.heads, c.head_dim), F32)
         self.kv = np.zeros((2, c.kv_heads, c.head_dim), F32)
         self.g, self.u, self.f = (np.zeros(c.ffn, F32) for _ in range(3))
@@ -101,13 +101,15 @@ class KernelForward:
             self._gemv(p + "attn_k.weight", self.x, self.kvraw[0])
             self._gemv(p + "attn_v.weight", self.x, self.kvraw[1])
             k["rmsnorm_rows"](self.qraw.reshape(c.heads, -1),
-                              self._norm(p + "attn_q_norm.weight"), self.q, eps)
+                              self._norm(p + "attn_q_norm.weight"), self.qn, eps)
             k["rmsnorm_rows"](self.kvraw[0].reshape(c.kv_heads, -1),
                               self._norm(p + "attn_k_norm.weight"), self.kv[0], eps)
             inv = self.inv_freq[c.rope_base_of(layer)]
-            k["rope_neox"](self.q, inv, F32(pos), F32(c.query_scale))
-            k["rope_neox"](self.kv[0], inv, F32(pos), F32(1.0))
-            self.k_cache[layer, pos] = self.kv[0]
+            k["rope_neox"](self.qn.reshape(c.heads, 2, -1), inv,
+                           self.q.reshape(c.heads, 2, -1), F32(pos), F32(c.query_scale))
+            k["rope_neox"](self.kv[0].reshape(c.kv_heads, 2, -1), inv,
+                           self.kv[1].reshape(c.kv_heads, 2, -1), F32(pos), F32(1.0))
+            self.k_cache[layer, pos] = self.kv[1]
             self.v_cache[layer, pos] = self.kvraw[1].reshape(c.kv_heads, -1)
             start = max(0, pos + 1 - c.sliding_window) if c.is_local(layer) else 0
             k["attention"](self.q, self.k_cache[layer], self.v_cache[layer], self.scores,

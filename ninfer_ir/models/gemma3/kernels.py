@@ -61,20 +61,19 @@ def gemv_q4k(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
 
 
 @I.kernel
-def rope_neox(x: I.Buffer[I.f32, "H", "D"], inv_freq: I.Tensor[I.f32, "P"], pos: I.f32,
-              scale_by: I.f32):
-    """Rotate the pairs (i, i + D/2) of every head of x in place by the angle
-    pos * inv_freq[i], then multiply by ``scale_by`` (the query scale, 1 for keys)."""
-    half = inv_freq.shape[0]
+def rope_neox(x: I.Tensor[I.f32, "H", 2, "P"], inv_freq: I.Tensor[I.f32, "P"],
+              y: I.Buffer[I.f32, "H", 2, "P"], pos: I.f32, scale_by: I.f32):
+    """Rotate the pairs (i, i + D/2) of every head (a head of D values seen as
+    ``[2, D/2]``) by the angle pos * inv_freq[i], then multiply by ``scale_by`` (the
+    query scale; 1 for keys)."""
+    angle = inv_freq * pos
+    c = I.cos(angle)
+    s = I.sin(angle)
     for h in I.range(x.shape[0]):
-        for i in I.range(half):
-            angle = pos * inv_freq[i]
-            c = I.cos(angle)
-            s = I.sin(angle)
-            a = x[h, i]
-            b = x[h, i + half]
-            x[h, i] = (a * c - b * s) * scale_by
-            x[h, i + half] = (a * s + b * c) * scale_by
+        a = x[h, 0]
+        b = x[h, 1]
+        y[h, 0] = (a * c - b * s) * scale_by
+        y[h, 1] = (a * s + b * c) * scale_by
 
 
 @I.kernel
@@ -107,7 +106,5 @@ def attention(q: I.Tensor[I.f32, "H", "D"], k: I.Tensor[I.f32, "S", "KV", "D"],
 @I.kernel
 def gelu_gate(g: I.Tensor[I.f32, "F"], u: I.Tensor[I.f32, "F"], y: I.Buffer[I.f32, "F"]):
     """y = gelu_tanh(g) * u."""
-    for i in I.prange(g.shape[0]):
-        a = g[i]
-        t = I.tanh(GELU_C * (a + 0.044715 * a * a * a))
-        y[i] = 0.5 * a * (1.0 + t) * u[i]
+    t = I.tanh((g + g * g * g * 0.044715) * GELU_C)
+    y[:] = g * 0.5 * (t + 1.0) * u
