@@ -87,9 +87,9 @@ class GGUFTensor:
         if self.format is None:
             dtype = np.uint16 if self.ggml_type == _BF16 else _PLAIN[self.ggml_type]
             return self.data.view(dtype).reshape(self.shape)
-        k = self.shape[-1]
-        rows = self.nbytes // (k // self.format.block_values * self.format.block_bytes)
-        return self.data.reshape(rows, k // self.format.block_values, self.format.block_bytes)
+        rows = int(np.prod(self.shape[:-1], dtype=np.int64))
+        return self.data.reshape(rows, self.shape[-1] // self.format.block_values,
+                                 self.format.block_bytes)
 
     def decode(self, rows: slice | None = None) -> np.ndarray:
         """float32 values with the rows-first shape (of the rows in ``rows`` when given),
@@ -128,7 +128,7 @@ class GGUFFile:
             raise GGUFError(f"{self.path}: cannot read: {e.strerror or e}") from None
         self._buf = np.frombuffer(self._map, dtype=np.uint8)
         self.size = size
-        self.metadata: dict = {}
+        self.metadata: dict = {}         # scalars, strings and arrays of <= 64 items
         self._lazy: dict = {}            # key -> (item type, count, offset)
         self.tensors: dict[str, GGUFTensor] = {}
         self._parse()
@@ -163,6 +163,7 @@ class GGUFFile:
             raise GGUFError(f"{self.path}: GGUF version {self.version} is not supported "
                             f"(2 and 3 are)")
         (n_tensors, n_kv), off = self._unpack("<QQ", off, "the counts")
+        self.kv_count = n_kv
         for i in range(n_kv):
             key, off = self._string(off, f"metadata key {i}")
             (vtype,), off = self._unpack("<I", off, f"the type of {key!r}")
@@ -176,8 +177,8 @@ class GGUFFile:
             dims, off = self._unpack(f"<{n_dims}Q", off, f"the shape of tensor {name!r}")
             (gtype, rel), off = self._unpack("<IQ", off, f"the type of tensor {name!r}")
             infos.append((name, dims, gtype, rel))
-        align = int(self.metadata.get("general.alignment", DEFAULT_ALIGNMENT))
-        if align <= 0 or align & (align - 1):
+        align = self.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+        if not isinstance(align, int) or align <= 0 or align & (align - 1):
             raise GGUFError(f"{self.path}: general.alignment {align} is not a power of two")
         self.data_offset = -(-off // align) * align
         quant = _quant_formats()
@@ -203,6 +204,9 @@ class GGUFFile:
             self._lazy[key] = (itype, count, off)
             off += n
         elif itype == _STRING:
+            if count > (self.size - off) // 8:
+                raise GGUFError(f"{self.path}: truncated: the array {key!r} of {count} "
+                                f"strings does not fit in the file")
             starts, lengths, off = self._strings(off, count, key)
             self._lazy[key] = (itype, count, (starts, lengths))
         else:
@@ -231,6 +235,8 @@ class GGUFFile:
 
     def _tensor(self, name, dims, gtype, rel, quant) -> GGUFTensor:
         shape = tuple(int(d) for d in reversed(dims))        # rows first
+        if not shape:
+            raise GGUFError(f"{self.path}: tensor {name!r} has no dimensions")
         count = int(np.prod(shape, dtype=object)) if shape else 1
         fmt = quant.get(gtype)
         if fmt is not None:
