@@ -17,6 +17,8 @@ def _reader(path: str):
     import os
     check_input_file(path)
     size = f"{os.path.getsize(path) / 2**20:.1f} MiB"
+    if sys.stderr.isatty():                 # scripts get one line, after a good read
+        print(f"reading {path} ({size}) ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
         reader = GGUFFile(path)
