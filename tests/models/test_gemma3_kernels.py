@@ -80,3 +80,10 @@ def test_values_match_the_reference():
     p = np.exp(s - s.max(-1, keepdims=True))
     p /= p.sum(-1, keepdims=True)
     np.testing.assert_allclose(out, np.einsum("hs,shd->hd", p, v[3:11][:, kv]), atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_cuda_source_is_generated(name):
+    """Without a GPU: the CUDA C of every kernel (the bits on a GPU: test_gemma3_tiny.py)."""
+    src = I.emit(getattr(K, name), target="cuda", kind="cuda")
+    assert f"{name}" in src and "__global__" in src

@@ -182,3 +182,15 @@ def test_cli_usage_errors(path, tmp_path, capsys, argv, code, text):
     assert main(argv) == code
     err = capsys.readouterr().err.strip()
     assert text in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.gpu
+def test_cuda_logits_equal_the_interpreter(gguf_file, interp_logits):
+    from ninfer_ir.backends.cuda.runtime import gpu_available
+    ok, why = gpu_available()
+    if not ok:
+        pytest.skip(f"no GPU: {why}")
+    f = KernelForward(gguf_file, target="cuda")
+    got = [f.forward(TOKENS[:4], 0)] + [f.forward([t], 4 + i) for i, t in enumerate(TOKENS[4:])]
+    for a, b in zip(got, interp_logits):
+        assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
