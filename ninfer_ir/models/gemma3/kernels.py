@@ -45,9 +45,10 @@ def scale(x: I.Tensor[I.f32, "D"], y: I.Buffer[I.f32, "D"], s: I.f32):
 
 @I.kernel
 def gemv_f32(w: I.Tensor[I.f32, "N", "K"], x: I.Tensor[I.f32, "K"], y: I.Buffer[I.f32, "N"]):
-    """y = W x, one dot per row, rows in parallel."""
+    """y = W x, one dot per row, rows in parallel; each dot sums chunks of 16 products
+    in order, then the chunks in order (faster on the CPU than one running sum)."""
     for n in I.prange(w.shape[0]):
-        y[n] = I.dot(w[n], x)
+        y[n] = I.dot(w[n], x, order="chunk<16>")
 
 
 @I.kernel
@@ -96,11 +97,11 @@ def attention(q: I.Tensor[I.f32, "H", "D"], k: I.Tensor[I.f32, "S", "KV", "D"],
             p = I.exp(scores[h, s] - best)
             scores[h, s] = p
             total += p
-        for d in I.range(q.shape[1]):
-            acc: I.f32 = 0.0
-            for s in I.range(start, stop):
-                acc += scores[h, s] * v[s, kv, d]
-            out[h, d] = acc / total
+        row = out[h]
+        row[:] = v[start, kv] * scores[h, start]
+        for s in I.range(start + 1, stop):
+            row += v[s, kv] * scores[h, s]
+        row[:] = row / total
 
 
 @I.kernel
