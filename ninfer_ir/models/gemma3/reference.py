@@ -51,6 +51,18 @@ def rope_neox(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     return np.concatenate([a * c - b * s, a * s + b * c], axis=-1)
 
 
+def _decode_in_chunks(t, values_per_chunk: int = 1 << 22) -> np.ndarray:
+    """``t.decode()`` into one float32 array, a few MB at a time (the decoders'
+    temporaries stay small next to the 671 MB of the decoded token embedding)."""
+    if len(t.shape) == 1:
+        return t.decode()
+    out = np.empty(t.shape, F32)
+    step = max(1, values_per_chunk // t.shape[-1])
+    for r in range(0, t.shape[0], step):
+        out[r:r + step] = t.decode(rows=slice(r, r + step))
+    return out
+
+
 class Weights:
     """The GGUF's tensors decoded to float32 on first use, by name."""
 
@@ -62,7 +74,7 @@ class Weights:
             t = self.gguf.tensors.get(name)
             if t is None:
                 raise KeyError(f"{self.gguf.path}: no tensor {name!r}")
-            self._cache[name] = t.decode()
+            self._cache[name] = _decode_in_chunks(t)
         return self._cache[name]
 
     def rows(self, name: str, ids) -> np.ndarray:
