@@ -45,7 +45,7 @@ def main(argv=None):
                    max_context=512)
     t0 = time.perf_counter()
     model.forward.forward([model.tokenizer.bos_id], 0)   # decodes what it decodes, compiles
-    print(f"{model.forward.name}: first call (weights decoded, kernels compiled) "
+    print(f"{model.forward.name}: first call (weights decoded; kernels compiled, if any) "
           f"{time.perf_counter() - t0:.1f} s", flush=True)
     for prompt in PROMPTS:                  # each prompt overwrites the cache from position 0
         ids = model.tokenizer.encode(prompt, special=True)
