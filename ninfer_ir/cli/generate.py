@@ -27,6 +27,10 @@ def cmd_generate(args) -> int:
     else:
         print(f"forward pass: DSL kernels on {args.target} (Q4_K weights as stored; Q5_0, "
               f"Q6_K and Q8_0 decoded to float32 by ninfer_ir.formats)", file=sys.stderr)
+    n_prompt = len(model.tokenizer.encode(args.prompt, special=True))
+    if n_prompt > model.forward.max_context:
+        raise usage(f"the prompt is {n_prompt} tokens, more than the "
+                    f"{model.forward.max_context} positions of the cache (--context)")
     stream = StreamDecoder(model.tokenizer)
     out = sys.stdout
     out.write(args.prompt)

@@ -121,6 +121,16 @@ def test_cpu_logits_equal_the_interpreter(gguf_file, interp_logits, threads):
         assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+def test_q4k_weights_are_used_in_place(gguf_file):
+    f = KernelForward(gguf_file, target="interp")
+    f.forward([2], 0)
+    q4k = {n for n, t in gguf_file.tensors.items() if t.type_name == "Q4_K"}
+    assert q4k and q4k <= set(f._mats)
+    for name in q4k:
+        kind, w = f._mats[name]
+        assert kind == "q4k" and np.shares_memory(w, gguf_file._buf)
+
+
 def test_kernels_follow_the_reference(gguf_file, interp_logits):
     """The kernel pass quantizes activations to Q8_K for the Q4_K GEMVs; the reference
     multiplies in float32: the logits agree to a few percent of their spread."""
@@ -174,6 +184,7 @@ def test_cli_generate_streams(path, capsys):
     (["generate", "{path}", "--prompt", "x", "--reference", "--target", "interp"], 2,
      "--reference"),
     (["generate", "{bad}", "--prompt", "x"], 1, "not a GGUF file"),
+    (["generate", "{path}", "--prompt", "the cat " * 10, "--context", "8"], 2, "--context"),
 ])
 def test_cli_usage_errors(path, tmp_path, capsys, argv, code, text):
     bad = tmp_path / "bad.gguf"
