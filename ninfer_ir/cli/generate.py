@@ -19,6 +19,10 @@ def cmd_generate(args) -> int:
     model = Gemma3(args.path, forward=forward, target=args.target, threads=args.threads,
                    max_context=args.context)
     c = model.config
+    n_prompt = len(model.tokenizer.encode(args.prompt, special=True))
+    if n_prompt > model.forward.max_context:
+        raise usage(f"the prompt is {n_prompt} tokens, more than the "
+                    f"{model.forward.max_context} positions of the cache (--context)")
     print(f"{args.path}: Gemma 3, {c.blocks} blocks, width {c.width}, vocabulary {c.vocab}; "
           f"opened in {model.open_seconds * 1e3:.0f} ms", file=sys.stderr)
     if args.reference:
@@ -27,10 +31,6 @@ def cmd_generate(args) -> int:
     else:
         print(f"forward pass: DSL kernels on {args.target} (Q4_K weights as stored; Q5_0, "
               f"Q6_K and Q8_0 decoded to float32 by ninfer_ir.formats)", file=sys.stderr)
-    n_prompt = len(model.tokenizer.encode(args.prompt, special=True))
-    if n_prompt > model.forward.max_context:
-        raise usage(f"the prompt is {n_prompt} tokens, more than the "
-                    f"{model.forward.max_context} positions of the cache (--context)")
     stream = StreamDecoder(model.tokenizer)
     out = sys.stdout
     out.write(args.prompt)
