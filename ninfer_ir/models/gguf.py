@@ -92,8 +92,9 @@ class GGUFTensor:
                                  self.format.block_bytes)
 
     def decode(self, rows: slice | None = None) -> np.ndarray:
-        """float32 values with the rows-first shape (of the rows in ``rows`` when given),
-        decoded by the ``ninfer_ir.formats`` record of the tensor's type."""
+        """float32 values with the rows-first shape, decoded by the ``ninfer_ir.formats``
+        record of the tensor's type; with ``rows``, only those rows of the tensor seen
+        as ``[rows, last axis]``."""
         if self.format is None:
             v = self.records
             if self.ggml_type == _BF16:
@@ -105,7 +106,7 @@ class GGUFTensor:
             rec = rec[rows]
         flat = rec.reshape(rec.shape[0], rec.shape[1] * rec.shape[2])
         out = self.format.decode(flat)
-        return out.reshape((rec.shape[0],) + self.shape[1:] if rows is not None else self.shape)
+        return out.reshape((rec.shape[0], self.shape[-1]) if rows is not None else self.shape)
 
     def __repr__(self) -> str:
         return (f"GGUFTensor({self.name!r}, {self.type_name}, "
@@ -129,7 +130,7 @@ class GGUFFile:
         self._buf = np.frombuffer(self._map, dtype=np.uint8)
         self.size = size
         self.metadata: dict = {}         # scalars, strings and arrays of <= 64 items
-        self._lazy: dict = {}            # key -> (item type, count, offset)
+        self._lazy: dict = {}            # key -> (item type, count, offset or string spans)
         self.tensors: dict[str, GGUFTensor] = {}
         self._parse()
 

