@@ -36,7 +36,8 @@ PROMPTS = ["The capital of France is",
 LONG = ("The history of the printing press begins in the fifteenth century, when movable "
         "type made it possible to reproduce books quickly and cheaply. Within a few decades "
         "presses spread across Europe, and the number of books in circulation grew from "
-        "thousands to millions, changing how knowledge was shared, argued over and kept.")
+        "thousands to millions, changing how knowledge was shared, argued over and kept. "
+        "Printers became publishers, scholars and merchants at once.")
 
 
 def interp_check(path) -> bool:
