@@ -4,7 +4,8 @@ not one. The ``select`` pass (``passes/select.py``) decides with it and the CPU 
 reads the matched ops of the loop a ``kernel_call`` names with it, so the two never
 disagree about what a kernel computes.
 
-* ``q4k_q8k_dot_rows``: ``for n { y[..., n] = quantized_dot(w[n], xq) }`` with order
+* ``<stem>_dot_rows`` (one per pair of ``quant.PAIRS``: ``q4k_q8k_dot_rows``,
+  ``q40_q80_dot_rows``, ...): ``for n { y[..., n] = quantized_dot(w[n], xq) }`` with order
   ``seq``, ``w``, ``xq``, ``y`` and the leading indices of ``y`` defined outside the
   loop, and nothing else in the body (no epilogue on the dot's value);
 * ``decode_dot_rows``: ``for n { y[n] = dot(decode(p[n], s[n], k), x) }`` (or
@@ -80,7 +81,7 @@ def _stored(loop, result, what, kernel, name):
     return None, f"the {what}'s value is not stored as it is into one output row"
 
 
-def _rows_q4k(loop, qd, name):
+def _rows_quantized(loop, qd, name):
     ops = loop.body.ops
     iv = loop.body.args[0]
     sv = getattr(qd.operands[0], "op", None)
@@ -93,7 +94,8 @@ def _rows_q4k(loop, qd, name):
     order = qd.attrs.get("order", "seq")
     if order != "seq":
         return f"the quantized_dot sums in order {order}; the kernel computes order seq"
-    st, why = _stored(loop, qd.result, "quantized_dot", "q4k_q8k_dot_rows", name)
+    kernel = qd.pair.rows_kernel
+    st, why = _stored(loop, qd.result, "quantized_dot", kernel, name)
     if why:
         return why
     if not all(_outside(loop, v) for v in st.operands[1:-1]):
@@ -105,7 +107,7 @@ def _rows_q4k(loop, qd, name):
                f"({', '.join(others) or 'a different order'})"
     if not _only_use(sv.result, qd):
         return "the row view is used by other ops"
-    return Match("q4k_q8k_dot_rows", [sv.operands[0], qd.operands[1], st.operands[1]],
+    return Match(kernel, [sv.operands[0], qd.operands[1], st.operands[1]],
                  (sv, qd, st))
 
 
@@ -192,4 +194,4 @@ def match_loop(loop, name=None):
         return "its step is not the constant 1"
     if loop.results:
         return "it carries values from one iteration to the next"
-    return _rows_q4k(loop, qdots[0], name) if qdots else _rows_decode(loop, decodes[0], name)
+    return _rows_quantized(loop, qdots[0], name) if qdots else _rows_decode(loop, decodes[0], name)

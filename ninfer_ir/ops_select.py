@@ -18,12 +18,13 @@ from types import MappingProxyType
 
 from .ir import Operation
 from .opbase import attr
+from .quant import PAIRS
 
 #: library kernel -> (its parameters, what it computes)
 KERNELS = MappingProxyType({
-    "q4k_q8k_dot_rows": (("w", "xq", "y"),
-                         "y[..., n] = quantized_dot(w[n], xq) for every row n of the loop "
-                         "(order seq)"),
+    **{p.rows_kernel: (("w", "xq", "y"),
+                       f"y[..., n] = quantized_dot(w[n], xq) ({p}) for every row n of the "
+                       f"loop (order seq)") for p in PAIRS.values()},
     "decode_dot_rows": (("p", "s", "x", "y"),
                         "y[n] = dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row "
                         "n of the loop"),

@@ -17,7 +17,8 @@ buffer argument is the caller's array itself, and ``subview``s alias it, so stor
 land there; a tensor argument becomes a read-only view, so inputs are never written,
 and is first copied when it may share memory with a buffer argument (a tensor argument
 is its value at the call: docs/ir.md, "Arguments").
-``alloc`` gives a new zeroed array. Every result is checked against its declared type.
+``alloc`` gives a new zeroed array; a ``constant_tensor`` is its data's read-only
+array. Every result is checked against its declared type.
 
 Arguments are positional, then by parameter name (``%w`` is ``w=``). A scalar may be
 a numpy scalar or 0-d array of its dtype, or a Python int, bool or float that the
@@ -194,6 +195,10 @@ def _constant(run, step, vals):
     return step.data
 
 
+def _constant_tensor(run, step, vals):
+    return step.data
+
+
 def _dim(run, step, vals):
     return np.asarray(vals[0].shape[step.op.axis], dtype=_INDEX)
 
@@ -346,10 +351,6 @@ def _dot(run, step, vals):
     return dot_values(a, b, t, order)
 
 
-def _prep_order(op):
-    return op.order
-
-
 def _prep_fold(op):
     return _prep_dtype(op), op.order
 
@@ -360,17 +361,18 @@ def _records_match(op, a, b, what):
 
 
 def _quantize(run, step, vals):
-    return quantized.quantize_q8k(vals[0])
+    return quantized.quantize(vals[0], step.data.schema)
 
 
 def _quantize_into(run, step, vals):
     values, dst = vals[0], vals[1]
     _records_match(step.op, values, dst, "values and destination")
+    schema = step.data.schema
     try:
-        records = quantized.quantize_q8k(values)
+        records = quantized.quantize(values, schema)
     except DomainError as e:
         if len(vals) == 3 and e.record is not None:
-            raise quantized.domain_error(int(vals[2]) + e.record, e.reason) from None
+            raise quantized.domain_error(int(vals[2]) + e.record, e.reason, schema) from None
         raise
     dst[...] = records
 
@@ -378,7 +380,16 @@ def _quantize_into(run, step, vals):
 def _quantized_dot(run, step, vals):
     lhs, rhs = vals
     _records_match(step.op, lhs, rhs, "lhs and rhs")
-    return quantized.quantized_dot_q4k_q8k(lhs, rhs, order=step.data)
+    pair, order = step.data
+    return quantized.quantized_dot(lhs, rhs, pair, order)
+
+
+def _prep_pair(op):
+    return op.pair, op.order
+
+
+def _prep_target(op):
+    return op.target
 
 
 def _decode(run, step, vals):
@@ -427,7 +438,7 @@ def _terminator(run, step, vals):
 _RULES = {cls: _binary for cls in O.BINARY}
 _RULES.update({cls: _unary for cls in O.UNARY})
 _RULES.update({
-    O.ConstantOp: _constant, O.DimOp: _dim, O.SubviewOp: _subview, O.LoadOp: _load,
+    O.ConstantOp: _constant, O.ConstantTensorOp: _constant_tensor, O.DimOp: _dim, O.SubviewOp: _subview, O.LoadOp: _load,
     O.StoreOp: _store, O.CopyOp: _copy, O.CmpOp: _cmp,
     O.SelectOp: _select, O.CastOp: _cast, O.BitcastOp: _bitcast,
     O.ReduceOp: _reduce, O.DotOp: _dot, O.QuantizeOp: _quantize,
@@ -442,7 +453,9 @@ RULES = MappingProxyType(_RULES)
 
 _PREPARE = {cls: _prep_dtype for cls in O.ELEMENTWISE}
 _PREPARE.update({O.ReduceOp: _prep_fold, O.DotOp: _prep_fold, O.ConstantOp: _prep_constant,
-                 O.QuantizedDotOp: _prep_order})
+                 O.ConstantTensorOp: lambda op: op.value.array,
+                 O.QuantizedDotOp: _prep_pair, O.QuantizeOp: _prep_target,
+                 O.QuantizeIntoOp: _prep_target})
 
 
 # --- entry point --------------------------------------------------------------------

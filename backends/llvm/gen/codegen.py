@@ -132,7 +132,7 @@ def _build_table():
     table.update({
         O.ForOp: _lower_for, O.IfOp: _lower_if, O.CheckOp: _lower_check,
         KernelCallOp: _lower_kernel_call,
-        O.DimOp: memory.lower_dim, O.SubviewOp: memory.lower_subview,
+        O.ConstantTensorOp: memory.lower_constant_tensor, O.DimOp: memory.lower_dim, O.SubviewOp: memory.lower_subview,
         O.LoadOp: memory.lower_load, O.StoreOp: memory.lower_store,
         O.CopyOp: memory.lower_copy, O.AllocOp: memory.lower_alloc,
         O.DeallocOp: memory.lower_dealloc,
@@ -229,8 +229,9 @@ def lower_module(module: Module, *, isa: str | None = None, bounds_checks: bool 
     llmod.triple = target.triple
     options = {"bounds_checks": bounds_checks, "isa": isa, "strides": strides,
                "table": lowerings(), "legalized_away": LEGALIZED_AWAY}
-    if any(isinstance(op, (O.QuantizeIntoOp, O.QuantizedDotOp)) for op in module.walk()):
-        add_quantized_library(llmod, isa)
+    quantized = [op for op in module.walk() if isinstance(op, (O.QuantizeIntoOp, O.QuantizedDotOp))]
+    if quantized:
+        add_quantized_library(llmod, isa, quantized)
     kernels = {f.sym_name: _emit_func(llmod, f, options) for f in module.funcs}
     add_half_builtins(llmod, isa)
     return Lowered(llmod, kernels, isa, strides)

@@ -22,7 +22,7 @@ ordinary loop runs and reports the interpreter's error at the right iteration. R
 are identical: the rows kernel computes each row exactly as the single dot does. Its iterations
 are independent when ``y`` overlaps neither operand (checked at run time unless
 the IR shows it: tensor parameters never overlap buffers, as the launcher copies
-them, and an ``alloc`` overlaps no other root), so an independent row loop of at least ``ROWS_PARALLEL_RECORDS`` records is
+them, and an ``alloc`` overlaps no other root), so an independent row loop of at least ``ROWS_PARALLEL_ELEMENTS`` logical elements is
 split over the thread pool like a parallel loop, even when not marked parallel.
 """
 from __future__ import annotations
@@ -33,31 +33,30 @@ from ninfer_ir.alias import is_alloc, is_input, may_alias, root
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.library import Match, match_loop
 from ninfer_ir.ops_select import KernelCallOp
-from ninfer_ir.quant import q4_k, q8_k
+from ninfer_ir import ops as O
 from ninfer_ir.sumorder import SumOrder
 
 from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, i64c
 from ninfer_ir.backends.llvm.gen.folds import ordered_fold
 from ninfer_ir.backends.llvm.gen.memory import copy_grid, disjoint
-from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
+from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard, quantize_tag
 
 __all__ = ["add_quantized_library", "lower_quantize_into", "lower_quantized_dot",
            "selected", "emit_rows", "rows_worth_threads"]
 
 F32 = ir.FloatType()
-QUANTIZE = "ninfer_q8k_quantize"
-DOT = "ninfer_q4k_q8k_dot"
-DOT_ROWS = "ninfer_q4k_q8k_dot_rows"
-_BLOCK = q8_k.block_elems
 _LIMIT = 1 << 40          # records; more than any array can hold
-ROWS_PARALLEL_RECORDS = 8192   # a row loop this large runs on the pool (about 50 us of work)
+ROWS_PARALLEL_ELEMENTS = 8192 * 256   # a row loop this large runs on the pool (~50 us of work)
 
 
-def add_quantized_library(module: ir.Module, isa: str) -> None:
-    """Add the three kernels of ``qkernels`` for ``isa`` to ``module``."""
-    from ninfer_ir.backends.llvm.kernels.qkernels import add_quant_kernels
-    kernels = add_quant_kernels(module, isa)
-    assert set(kernels) == {QUANTIZE, DOT, DOT_ROWS}
+def add_quantized_library(module: ir.Module, isa: str, ops) -> None:
+    """Add to ``module`` the kernels (for ``isa``) of the quantize targets and dot pairs
+    the quantized ops ``ops`` use, as the tables of ``ninfer_ir.quant`` name them."""
+    from ninfer_ir.backends.llvm.kernels.qkernels import add_kernels_for
+    pairs = {op.pair for op in ops if isinstance(op, O.QuantizedDotOp)}
+    targets = {op.target for op in ops if isinstance(op, O.QuantizeIntoOp)}
+    add_kernels_for(module, isa, sorted(pairs, key=lambda p: p.stem),
+                    sorted(targets, key=lambda t: t.stem))
 
 
 def _merge(e, direct, stage, names):
@@ -101,17 +100,18 @@ def lower_quantize_into(e, op):
     g = src.shape[0]
     _records_guard(e, op, "values and destination", g, dst.shape[0])
     (s0, s1), (d0, d1) = src.byte_strides(b), dst.strides
-    rec = q8_k.record_bytes
+    target = op.target
+    rec, block = target.record_bytes, target.block_elems
     src_ok = b.and_(b.and_(b.icmp_signed("==", s1, i64c(4)),
                            b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0))),
                     _apart(e, op.operands[1], op.operands[0]))
     slots = []
 
     def stage_src():
-        tmp, slot = _scratch(e, g, 4 * _BLOCK)
+        tmp, slot = _scratch(e, g, 4 * block)
         slots.append(slot)
-        copy_grid(e, src.ptr, s0, s1, tmp, i64c(4 * _BLOCK), i64c(4), g, _BLOCK, 4)
-        return [tmp, i64c(_BLOCK)]
+        copy_grid(e, src.ptr, s0, s1, tmp, i64c(4 * block), i64c(4), g, block, 4)
+        return [tmp, i64c(block)]
     vp, vstride = _merge(e, src_ok, stage_src, [src.ptr, b.sdiv(s0, i64c(4))])
 
     def stage_dst():
@@ -122,16 +122,19 @@ def lower_quantize_into(e, op):
     dst_ok = b.icmp_signed("==", d1, i64c(1)) if fresh else ir.Constant(ir.IntType(1), 0)
     dp, dstride, staged = _merge(e, dst_ok, stage_dst,
                                  [dst.ptr, d0, ir.Constant(ir.IntType(1), 0)])
-    fn = e.module.globals[QUANTIZE]
+    fn = e.module.globals[target.cpu]
     status = b.call(fn, [b.bitcast(vp, F32.as_pointer()), vstride, g, dp, dstride])
     with b.if_then(b.and_(staged, b.icmp_signed("==", status, i64c(0)))):
         copy_grid(e, dp, i64c(rec), i64c(1), dst.ptr, d0, d1, g, rec, 1)
     for slot in slots:
         e.free_slot(slot)
-    if len(op.operands) == 3:     # records numbered from a base: status = record*8 + reason
-        base = e.value(op.operands[2])
+    # status = (record + base + the target's tag) * 8 + reason (backends/abi.py)
+    offset = i64c(quantize_tag(target))
+    if len(op.operands) == 3:     # records numbered from a base
+        offset = b.add(offset, e.value(op.operands[2]))
+    if len(op.operands) == 3 or quantize_tag(target):
         status = b.select(b.icmp_signed("==", status, i64c(0)), status,
-                          b.add(status, b.mul(base, i64c(8))))
+                          b.add(status, b.mul(offset, i64c(8))))
     e.fail_if(b.icmp_signed("!=", status, i64c(0)), status)
 
 
@@ -142,7 +145,8 @@ def _record_operands(e, op):
     g = lhs.shape[0]
     _records_guard(e, op, "lhs and rhs", g, rhs.shape[0])
     (l0, l1), (r0, r1) = lhs.strides, rhs.strides
-    lrec, rrec = q4_k.record_bytes, q8_k.record_bytes
+    pair = op.pair
+    lrec, rrec = pair.lhs.record_bytes, pair.rhs.record_bytes
     direct = b.and_(b.icmp_signed("==", l1, i64c(1)), b.icmp_signed("==", r1, i64c(1)))
     slot_box = []
 
@@ -160,7 +164,7 @@ def _record_operands(e, op):
 def lower_quantized_dot(e, op):
     b = e.b
     (lp, ls, rp, rs, g), slot = _record_operands(e, op)
-    dot = e.module.globals[DOT]
+    dot = e.module.globals[op.pair.cpu_dot]
     order = SumOrder.parse(op.attrs.get("order", "seq"))
     if order.chunk is None and not order.tree:
         value = b.call(dot, [lp, ls, rp, rs, g])
@@ -190,7 +194,7 @@ def selected(loop):
     if any(a is not b for a, b in zip(found.params, call.operands)):
         raise VerifyError(f"the parameters of kernel_call {call.kernel} are not those of "
                           f"its loop", call)
-    if found.kernel == "q4k_q8k_dot_rows":
+    if isinstance(found.parts[1], O.QuantizedDotOp):
         return found.parts
     from ninfer_ir.backends.llvm.kernels.qdecode import DecodeRows
     return DecodeRows(loop, *found.parts)
@@ -218,7 +222,8 @@ def rows_worth_threads(e, pattern, n):
         return pattern.worth_threads(e, n)
     b = e.b
     g = e.value(pattern[0].operands[0]).shape[1]
-    big = b.icmp_signed(">=", b.mul(n, g), i64c(ROWS_PARALLEL_RECORDS))
+    elements = b.mul(b.mul(n, g), i64c(pattern[1].pair.block_elems))
+    big = b.icmp_signed(">=", elements, i64c(ROWS_PARALLEL_ELEMENTS))
     return b.and_(big, _independent(e, pattern))
 
 
@@ -255,7 +260,7 @@ def emit_rows(e, pattern, loop, lb, step, k0, k1):
         fast = b.and_(fast, c)
     with b.if_else(fast) as (then, otherwise):
         with then:
-            rows = e.module.globals[DOT_ROWS]
+            rows = e.module.globals[qd.pair.cpu_rows]
             wp = b.gep(w.ptr, [b.mul(first, w.strides[0])])
             yp = b.bitcast(b.gep(y_base, [b.mul(first, ys)]), F32.as_pointer())
             b.call(rows, [wp, w.strides[0], w.strides[1], x.ptr, x.strides[0], w.shape[1],
