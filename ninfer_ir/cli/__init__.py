@@ -193,8 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Read a Gemma 3 GGUF file (memory-mapped), encode the "
                                      "prompt with its SentencePiece vocabulary and stream "
                                      "the continuation. The forward pass is the model's DSL "
-                                     "kernels on --target (Q4_K weights as stored, the other "
-                                     "formats decoded to float32 until kernels decode them), "
+                                     "kernels on --target (Q4_K, Q5_0 and Q8_0 weights as "
+                                     "stored, Q6_K decoded to float32 until it has a "
+                                     "quantized dot), "
                                      "or with --reference the reference (numpy) forward "
                                      "pass. Control-token text in the prompt (such as "
                                      "<start_of_turn>) becomes that token.")

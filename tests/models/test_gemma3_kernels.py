@@ -28,6 +28,13 @@ def run_both(kernel, args, outs, threads):
     return want
 
 
+def records(n, g, size):
+    """Random Q5_0 / Q8_0 blocks with a small finite f16 scale d (bytes 0-1)."""
+    w = RNG.integers(0, 256, (n, g, size), dtype=np.uint8)
+    w[:, :, 0:2] = (RNG.standard_normal((n, g, 1)) * 1e-2).astype(np.float16).view(np.uint8)
+    return w
+
+
 CASES = {
     "rmsnorm_rows": lambda: ((f32(4, 64), f32(64), np.zeros((4, 64), np.float32),
                               np.float32(1e-6)), [2]),
@@ -37,6 +44,8 @@ CASES = {
     "gemv_f32": lambda: ((f32(33, 64), f32(64), np.zeros(33, np.float32)), [2]),
     "gemv_q4k": lambda: ((encode_q4k(f32(9, 512, s=0.05)).reshape(9, 2, 144), f32(2, 256),
                           np.zeros(9, np.float32)), [2]),
+    "gemv_q5_0": lambda: ((records(9, 3, 22), f32(3, 32), np.zeros(9, np.float32)), [2]),
+    "gemv_q8_0": lambda: ((records(9, 3, 34), f32(3, 32), np.zeros(9, np.float32)), [2]),
     "rope_neox": lambda: ((f32(3, 2, 8), (10000.0 ** (-np.arange(0, 16, 2) / 16)).astype(
         np.float32), np.zeros((3, 2, 8), np.float32), np.float32(37), np.float32(0.25)), [2]),
     "attention": lambda: ((f32(4, 16), f32(12, 2, 16), f32(12, 2, 16),

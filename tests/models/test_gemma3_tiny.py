@@ -121,14 +121,19 @@ def test_cpu_logits_equal_the_interpreter(gguf_file, interp_logits, threads):
         assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
-def test_q4k_weights_are_used_in_place(gguf_file):
+def test_quantized_weights_are_used_in_place(gguf_file):
+    """Q4_K, Q5_0 and Q8_0 matrices (the tied output projection too) are read from the
+    map; only Q6_K is decoded to float32."""
     f = KernelForward(gguf_file, target="interp")
     f.forward([2], 0)
-    q4k = {n for n, t in gguf_file.tensors.items() if t.type_name == "Q4_K"}
-    assert q4k and q4k <= set(f._mats)
-    for name in q4k:
-        kind, w = f._mats[name]
-        assert kind == "q4k" and np.shares_memory(w, gguf_file._buf)
+    mats = {n: t for n, t in gguf_file.tensors.items() if len(t.shape) == 2}
+    assert set(f._mats) == mats.keys()
+    for name, t in mats.items():
+        kernel, _, w = f._mats[name]
+        if t.type_name == "Q6_K":
+            assert kernel == "gemv_f32" and not np.shares_memory(w, gguf_file._buf)
+        else:
+            assert kernel != "gemv_f32" and np.shares_memory(w, gguf_file._buf), name
 
 
 def test_kernels_follow_the_reference(gguf_file, interp_logits):

@@ -2,10 +2,9 @@
 
 Each is exact on every target (the interpreter defines the bits; the CPU backend
 reproduces them at any thread count: the parallel loops are over independent rows).
-Weights in Q4_K are consumed as stored (``I.quantized_dot`` against the activation
-quantized to Q8_K in the kernel); the other formats of the file (Q5_0, Q6_K, Q8_0) are
-decoded to float32 with ``ninfer_ir.formats`` until the language decodes them in
-kernels, and go through ``gemv_f32``.
+Weights in Q4_K, Q5_0 and Q8_0 are consumed as stored (``I.quantized_dot`` against the
+activation quantized in the kernel, to Q8_K or Q8_0, as llama.cpp does); Q6_K has no
+dot pair yet and is decoded to float32 with ``ninfer_ir.formats`` for ``gemv_f32``.
 """
 from __future__ import annotations
 
@@ -58,6 +57,26 @@ def gemv_q4k(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
     xq = I.quantize(x, format=I.quant.q8_k)
     for n in I.prange(w.shape[0]):
         y[n] = I.quantized_dot(w[n], xq, lhs_format=I.quant.q4_k, rhs_format=I.quant.q8_k,
+                               acc_dtype=I.f32)
+
+
+@I.kernel
+def gemv_q5_0(w: I.Tensor[I.u8, "N", "G", 22], x: I.Tensor[I.f32, "G", 32],
+              y: I.Buffer[I.f32, "N"]):
+    """y = W x with W in Q5_0 records as stored and x quantized once to Q8_0."""
+    xq = I.quantize(x, format=I.quant.q8_0)
+    for n in I.prange(w.shape[0]):
+        y[n] = I.quantized_dot(w[n], xq, lhs_format=I.quant.q5_0, rhs_format=I.quant.q8_0,
+                               acc_dtype=I.f32)
+
+
+@I.kernel
+def gemv_q8_0(w: I.Tensor[I.u8, "N", "G", 34], x: I.Tensor[I.f32, "G", 32],
+              y: I.Buffer[I.f32, "N"]):
+    """y = W x with W in Q8_0 records as stored and x quantized once to Q8_0."""
+    xq = I.quantize(x, format=I.quant.q8_0)
+    for n in I.prange(w.shape[0]):
+        y[n] = I.quantized_dot(w[n], xq, lhs_format=I.quant.q8_0, rhs_format=I.quant.q8_0,
                                acc_dtype=I.f32)
 
 
