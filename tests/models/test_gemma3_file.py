@@ -73,8 +73,9 @@ def test_tokenizer_ids_are_llama_cpp_ids(gguf_file):
     ref = llama_cpp.Llama(str(PATH), vocab_only=True, verbose=False)
     for text in TEXTS:
         for special in (False, True):
-            want = ref.tokenize(text.encode(), add_bos=True, special=special)
-            assert tok.encode(text, special=special) == want, (text, special)
+            for bos in (True, False):
+                want = ref.tokenize(text.encode(), add_bos=bos, special=special)
+                assert tok.encode(text, add_bos=bos, special=special) == want, (text, special)
         ids = ref.tokenize(text.encode(), add_bos=False, special=False)
         assert tok.decode(ids).encode() == ref.detokenize(ids), text
 
