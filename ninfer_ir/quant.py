@@ -234,12 +234,17 @@ def _pair(lhs, rhs, stem, spec, oracle_module, cpu_module):
 
 
 _GGUF = "docs/spec/quantized-gguf.md"
+_KQ = "docs/spec/quantized-kquants.md"
 PAIRS = MappingProxyType({(p.lhs, p.rhs): p for p in (
     _pair(q4_k, q8_k, "q4k_q8k", "spec/quantized-ops.md §3", "quantized", "qkernels"),
     _pair(q4_0, q8_0, "q40_q80", f"{_GGUF} §4.1", "quant_blocks", "qdot_blocks"),
     _pair(q5_0, q8_0, "q50_q80", f"{_GGUF} §4.2", "quant_blocks", "qdot_blocks"),
     _pair(q8_0, q8_0, "q80_q80", f"{_GGUF} §4.3", "quant_blocks", "qdot_blocks"),
     _pair(iq4_nl, q8_0, "iq4nl_q80", f"{_GGUF} §4.4", "quant_blocks", "qdot_blocks"),
+    _pair(q2_k, q8_k, "q2k_q8k", f"{_KQ} §2.1", "quantized_kquants", "qdot_kquants"),
+    _pair(q3_k, q8_k, "q3k_q8k", f"{_KQ} §2.2", "quantized_kquants", "qdot_kquants"),
+    _pair(q5_k, q8_k, "q5k_q8k", f"{_KQ} §2.3", "quantized_kquants", "qdot_kquants"),
+    _pair(q6_k, q8_k, "q6k_q8k", f"{_KQ} §2.4", "quantized_kquants", "qdot_kquants"),
 )})
 
 

@@ -19,6 +19,7 @@ The CUDA backend adds its warp-cooperative functions and kernels on top
 from __future__ import annotations
 
 from ninfer_ir.quant import IQ4_NL_VALUES
+from .library_kquants import SOURCE as KQUANT_FUNCTIONS
 
 __all__ = ["PRELUDE", "RECORD_FUNCTIONS", "GGUF_BLOCK_FUNCTIONS", "host_source"]
 
@@ -329,6 +330,9 @@ NQ_FN int nq_q80_quantize_block(const float* v, nq_u8* out) {
 
 GGUF_BLOCK_FUNCTIONS = GGUF_BLOCK_FUNCTIONS.replace(
     "$IQ4_NL_VALUES", ", ".join(str(v) for v in IQ4_NL_VALUES))
+
+# The K-quant x Q8_K record functions (docs/spec/quantized-kquants.md) are part of it.
+GGUF_BLOCK_FUNCTIONS += KQUANT_FUNCTIONS
 
 
 def host_source() -> str:

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import llvmlite.ir as ir
 
+from ninfer_ir.numerics import quantized_kquants
 from ninfer_ir.quant import PAIRS, QUANTIZE_TARGETS, DotPair, q4_k, q8_k
 from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, JITModule, host_target
 from ninfer_ir.backends.llvm.kernels.qdot import DOT, DOT_ROWS, add_dot_simple, add_rows_simple
@@ -178,9 +179,10 @@ def generator_digest() -> str:
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
     for name in ("qkernels.py", "qir.py", "qquantize.py", "qdot.py", "qdot_vnni.py",
-                 "qdot_blocks.py", "qquantize_q80.py"):
+                 "qdot_blocks.py", "qquantize_q80.py", "qdot_kquants.py"):
         h.update(name.encode())
         h.update((here / name).read_bytes())
+    h.update(Path(quantized_kquants.__file__).read_bytes())    # the K-quant layouts
     return h.hexdigest()
 
 
