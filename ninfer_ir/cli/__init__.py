@@ -193,9 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Read a Gemma 3 GGUF file (memory-mapped), encode the "
                                      "prompt with its SentencePiece vocabulary and stream "
                                      "the continuation. The forward pass is the model's DSL "
-                                     "kernels on --target (Q4_K, Q5_0 and Q8_0 weights as "
-                                     "stored, Q6_K decoded to float32 until it has a "
-                                     "quantized dot), "
+                                     "kernels on --target (every weight matrix consumed "
+                                     "as stored: Q4_K, Q6_K, Q5_0, Q8_0), "
                                      "or with --reference the reference (numpy) forward "
                                      "pass. Control-token text in the prompt (such as "
                                      "<start_of_turn>) becomes that token.")

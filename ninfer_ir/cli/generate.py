@@ -29,8 +29,8 @@ def cmd_generate(args) -> int:
         print("forward pass: reference (numpy) forward pass, float32 with decoded weights",
               file=sys.stderr)
     else:
-        print(f"forward pass: DSL kernels on {args.target} (Q4_K, Q5_0 and Q8_0 weights as "
-              f"stored; Q6_K decoded to float32 by ninfer_ir.formats)", file=sys.stderr)
+        print(f"forward pass: DSL kernels on {args.target} (weights consumed as stored)",
+              file=sys.stderr)
     stream = StreamDecoder(model.tokenizer)
     out = sys.stdout
     out.write(args.prompt)

@@ -35,6 +35,13 @@ def records(n, g, size):
     return w
 
 
+def q6k_records(n, g):
+    """Random Q6_K blocks: any ql/qh bytes and scales, a small finite f16 d (208-209)."""
+    w = RNG.integers(0, 256, (n, g, 210), dtype=np.uint8)
+    w[:, :, 208:210] = (RNG.standard_normal((n, g, 1)) * 1e-3).astype(np.float16).view(np.uint8)
+    return w
+
+
 CASES = {
     "rmsnorm_rows": lambda: ((f32(4, 64), f32(64), np.zeros((4, 64), np.float32),
                               np.float32(1e-6)), [2]),
@@ -44,6 +51,7 @@ CASES = {
     "gemv_f32": lambda: ((f32(33, 64), f32(64), np.zeros(33, np.float32)), [2]),
     "gemv_q4k": lambda: ((encode_q4k(f32(9, 512, s=0.05)).reshape(9, 2, 144), f32(2, 256),
                           np.zeros(9, np.float32)), [2]),
+    "gemv_q6k": lambda: ((q6k_records(9, 2), f32(2, 256), np.zeros(9, np.float32)), [2]),
     "gemv_q5_0": lambda: ((records(9, 3, 22), f32(3, 32), np.zeros(9, np.float32)), [2]),
     "gemv_q8_0": lambda: ((records(9, 3, 34), f32(3, 32), np.zeros(9, np.float32)), [2]),
     "rope_neox": lambda: ((f32(3, 2, 8), (10000.0 ** (-np.arange(0, 16, 2) / 16)).astype(

@@ -7,9 +7,9 @@ Per token and layer: ``rmsnorm_rows`` (attention norm), three GEMVs (q, k, v),
 the keys and values stored in the cache, ``attention``, the output GEMV,
 ``add_rmsnorm`` (post-attention norm and residual), ``rmsnorm_rows`` (FFN norm), the
 gate and up GEMVs, ``gelu_gate``, the down GEMV and ``add_rmsnorm`` again. A GEMV is
-``gemv_q4k``, ``gemv_q5_0`` or ``gemv_q8_0`` on weights in those formats as stored (the
-tied output projection reads the Q8_0 token embedding in place), and ``gemv_f32`` on
-Q6_K weights, decoded once by ``ninfer_ir.formats`` until the language has a Q6_K dot.
+``gemv_q4k``, ``gemv_q6k``, ``gemv_q5_0`` or ``gemv_q8_0`` on weights in those formats
+as stored (the tied output projection reads the Q8_0 token embedding in place), and
+``gemv_f32`` on weights of any other format, decoded once by ``ninfer_ir.formats``.
 """
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ from .config import Gemma3Config
 from .reference import Weights
 
 F32 = np.float32
-_KERNELS = ("rmsnorm_rows", "add_rmsnorm", "scale", "gemv_f32", "gemv_q4k", "gemv_q5_0",
-            "gemv_q8_0", "rope_neox", "attention", "gelu_gate")
+_KERNELS = ("rmsnorm_rows", "add_rmsnorm", "scale", "gemv_f32", "gemv_q4k", "gemv_q6k",
+            "gemv_q5_0", "gemv_q8_0", "rope_neox", "attention", "gelu_gate")
 # ggml type -> (the GEMV kernel that consumes it as stored, values per activation block)
-AS_STORED = {12: ("gemv_q4k", 256), 6: ("gemv_q5_0", 32), 8: ("gemv_q8_0", 32)}
+AS_STORED = {12: ("gemv_q4k", 256), 14: ("gemv_q6k", 256), 6: ("gemv_q5_0", 32),
+             8: ("gemv_q8_0", 32)}
 
 
 class KernelForward:
@@ -64,8 +65,8 @@ class KernelForward:
         return self.gguf.tensors[name].records            # F32 in the file: a view
 
     def _gemv(self, name: str, x: np.ndarray, y: np.ndarray) -> None:
-        """y = W x with W the tensor ``name``: Q4_K, Q5_0 and Q8_0 as stored, others
-        decoded to float32 once."""
+        """y = W x with W the tensor ``name``: Q4_K, Q6_K, Q5_0 and Q8_0 as stored,
+        other formats decoded to float32 once."""
         if name not in self._mats:
             t = self.gguf.tensors[name]
             kernel, block = AS_STORED.get(t.ggml_type, ("gemv_f32", 0))

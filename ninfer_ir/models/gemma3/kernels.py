@@ -2,9 +2,10 @@
 
 Each is exact on every target (the interpreter defines the bits; the CPU backend
 reproduces them at any thread count: the parallel loops are over independent rows).
-Weights in Q4_K, Q5_0 and Q8_0 are consumed as stored (``I.quantized_dot`` against the
-activation quantized in the kernel, to Q8_K or Q8_0, as llama.cpp does); Q6_K has no
-dot pair yet and is decoded to float32 with ``ninfer_ir.formats`` for ``gemv_f32``.
+Weights in Q4_K, Q6_K, Q5_0 and Q8_0 are consumed as stored (``I.quantized_dot`` against
+the activation quantized in the kernel, to Q8_K or Q8_0, as llama.cpp does);
+``gemv_f32`` serves weights in any other format, decoded to float32 by
+``ninfer_ir.formats``.
 """
 from __future__ import annotations
 
@@ -57,6 +58,16 @@ def gemv_q4k(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
     xq = I.quantize(x, format=I.quant.q8_k)
     for n in I.prange(w.shape[0]):
         y[n] = I.quantized_dot(w[n], xq, lhs_format=I.quant.q4_k, rhs_format=I.quant.q8_k,
+                               acc_dtype=I.f32)
+
+
+@I.kernel
+def gemv_q6k(w: I.Tensor[I.u8, "N", "G", 210], x: I.Tensor[I.f32, "G", 256],
+             y: I.Buffer[I.f32, "N"]):
+    """y = W x with W in Q6_K records as stored and x quantized once to Q8_K."""
+    xq = I.quantize(x, format=I.quant.q8_k)
+    for n in I.prange(w.shape[0]):
+        y[n] = I.quantized_dot(w[n], xq, lhs_format=I.quant.q6_k, rhs_format=I.quant.q8_k,
                                acc_dtype=I.f32)
 
 
