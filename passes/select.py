@@ -74,6 +74,14 @@ class SelectKernels(Pass):
             for op in list(func.walk()):
                 if not isinstance(op, O.ForOp) or isinstance(op.parent_op, KernelCallOp):
                     continue
+                call = _enclosing_call(op)
+                if call is not None:     # the inner loop of a nest that a kernel computes
+                    self.remarks.append(Remark(
+                        func.sym_name, namer.known(op.body.args[0]), getattr(op, "loc", None),
+                        call.kernel, f"the inner loop of the nest of loop "
+                                     f"{namer.known(call.loop.body.args[0])}, which the "
+                                     f"kernel computes"))
+                    continue
                 found = match_loop(op, namer.known) if self.target == "cpu" else _cuda_reason(op)
                 iv = namer.known(op.body.args[0])
                 loc = getattr(op, "loc", None)
@@ -85,6 +93,14 @@ class SelectKernels(Pass):
                 else:
                     self.remarks.append(Remark(func.sym_name, iv, loc, None, found))
         return {"kernels": chosen, "loops": len(self.remarks)}
+
+
+def _enclosing_call(op):
+    """The ``kernel_call`` around ``op``, if any."""
+    p = op.parent_op
+    while p is not None and not isinstance(p, KernelCallOp):
+        p = p.parent_op
+    return p
 
 
 def _wrap(loop, match: Match) -> None:

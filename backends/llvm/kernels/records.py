@@ -31,7 +31,7 @@ import llvmlite.ir as ir
 
 from ninfer_ir.alias import is_alloc, is_input, may_alias, root
 from ninfer_ir.errors import VerifyError
-from ninfer_ir.library import Match, match_loop
+from ninfer_ir.library import GEMM_KERNELS, Match, match_loop
 from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir import ops as O
 from ninfer_ir.sumorder import SumOrder
@@ -182,7 +182,8 @@ def lower_quantized_dot(e, op):
 def selected(loop):
     """The matched ops of a loop the ``select`` pass put in a ``kernel_call``: the tuple
     ``(subview, quantized_dot, store)`` of ``q4k_q8k_dot_rows``, a ``qdecode.DecodeRows``
-    of ``decode_dot_rows``, or None for any other loop."""
+    of ``decode_dot_rows``, a ``gemm_nest.GemmNest`` of the GEMM kernels, or None for
+    any other loop."""
     call = loop.parent_op
     if not isinstance(call, KernelCallOp):
         return None
@@ -194,6 +195,9 @@ def selected(loop):
     if any(a is not b for a, b in zip(found.params, call.operands)):
         raise VerifyError(f"the parameters of kernel_call {call.kernel} are not those of "
                           f"its loop", call)
+    if found.kernel in GEMM_KERNELS:
+        from ninfer_ir.backends.llvm.kernels.gemm_nest import GemmNest
+        return GemmNest(found.kernel, *found.parts)
     if isinstance(found.parts[1], O.QuantizedDotOp):
         return found.parts
     from ninfer_ir.backends.llvm.kernels.qdecode import DecodeRows
