@@ -135,6 +135,8 @@ def _row_view(sv, iv, loop) -> bool:
 
 
 def _rows_decode(loop, dec, name):
+    if dec.count is None:
+        return f"the rows kernel decodes grouped formats, not {dec.attrs['format'].name}"
     ops = loop.body.ops
     iv = loop.body.args[0]
     pre = [op for op in ops if isinstance(op, (O.DimOp, O.ConstantOp))
