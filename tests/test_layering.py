@@ -6,6 +6,7 @@
     backends  interp, llvm, clike, cuda                             imports core (and the
               textual IR reader for IR given as text); never the facade; clike no other backend
     facade    ninfer_ir/__init__.py, api.py, testing.py, cli/       imports everything
+              and models/ (programs written in the language)
 """
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def _imports(mod: str) -> list[tuple[str, bool, int]]:
 
 
 def _layer(mod: str) -> str:
-    if mod in FACADE or mod.startswith("ninfer_ir.cli"):
+    if mod in FACADE or mod.startswith(("ninfer_ir.cli", "ninfer_ir.models")):
         return "facade"
     for lower in LOWER:
         if mod == lower or mod.startswith(lower + "."):

@@ -9,6 +9,8 @@
     ninfer bisect FILE.py[:kernel] [--target cpu|cuda] [--dim N=64 ...] [--seed S]
     ninfer gguf FILE.gguf [--tensor NAME] [--rows R] [--target cpu|interp]
     ninfer cache info|clear [--dir DIR]
+    ninfer generate MODEL.gguf --prompt TEXT [--max-tokens N] [--target cpu|interp|cuda]
+                [--threads T] [--seed S --temperature X] [--reference]
 
 Exit codes: 0 success; 1 a check failed (results differ from the interpreter, a
 ``DomainError``, a kernel the DSL refuses); 2 usage error (bad option, missing
@@ -185,6 +187,31 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the compiled target compared with the interpreter")
     gguf.add_argument("--seed", type=NATURAL, default=0, help="random seed of x")
     gguf.set_defaults(handler="gguf:cmd_gguf")
+
+    gen = sub.add_parser("generate", parents=common, epilog=EPILOG,
+                         help="generate text with Gemma 3 from its GGUF file",
+                         description="Read a Gemma 3 GGUF file (memory-mapped), encode the "
+                                     "prompt with its SentencePiece vocabulary and stream "
+                                     "the continuation. The forward pass is the model's DSL "
+                                     "kernels on --target (every weight matrix consumed "
+                                     "as stored: Q4_K, Q6_K, Q5_0, Q8_0), "
+                                     "or with --reference the reference (numpy) forward "
+                                     "pass. Control-token text in the prompt (such as "
+                                     "<start_of_turn>) becomes that token.")
+    gen.add_argument("path", metavar="MODEL.gguf")
+    gen.add_argument("--prompt", required=True, help="the text to continue")
+    gen.add_argument("--max-tokens", type=COUNT, default=32, help="tokens to generate")
+    gen.add_argument("--target", default="cpu", choices=list(TARGETS),
+                     help="where the kernels run (default: cpu)")
+    gen.add_argument("--threads", type=COUNT, default=None, help="threads on cpu")
+    gen.add_argument("--seed", type=NATURAL, default=None, help="seed of the sampling")
+    gen.add_argument("--temperature", type=float, default=0.0,
+                     help="0 (default) picks the most likely token; above, samples")
+    gen.add_argument("--context", type=COUNT, default=2048,
+                     help="positions in the KV cache (default 2048)")
+    gen.add_argument("--reference", action="store_true",
+                     help="run the reference (numpy) forward pass instead of the kernels")
+    gen.set_defaults(handler="generate:cmd_generate")
 
     cache = sub.add_parser("cache", parents=common, epilog=EPILOG,
                            help="show or empty the CPU object cache",

@@ -1,4 +1,5 @@
-"""``ninfer gguf``: list a GGUF file, decode its tensors, check the Q4_K GEMV on them."""
+"""``ninfer gguf``: list a GGUF file, decode its tensors, check the Q4_K GEMV on them.
+The file is read by ``ninfer_ir.models.gguf`` (memory-mapped, tensors used in place)."""
 from __future__ import annotations
 
 import sys
@@ -8,16 +9,11 @@ import numpy as np
 
 from ninfer_ir.testing import differs
 
-from .common import (EXIT_FAILED, EXIT_OK, CliError, EXIT_UNAVAILABLE, check_input_file,
-                     fmt_seconds, progress, usage)
+from .common import EXIT_FAILED, EXIT_OK, CliError, check_input_file, fmt_seconds, progress, usage
 
 
 def _reader(path: str):
-    try:
-        from gguf import GGUFReader
-    except ImportError:
-        raise CliError("reading GGUF files needs the 'gguf' package "
-                       "(pip install 'ninfer_ir[gguf]')", EXIT_UNAVAILABLE) from None
+    from ninfer_ir.models.gguf import GGUFError, GGUFFile
     import os
     check_input_file(path)
     size = f"{os.path.getsize(path) / 2**20:.1f} MiB"
@@ -25,79 +21,35 @@ def _reader(path: str):
         print(f"reading {path} ({size}) ...", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     try:
-        reader = GGUFReader(path)
-    except Exception as e:          # noqa: BLE001 - gguf-py reports damage in many ways
+        reader = GGUFFile(path)
+    except GGUFError as e:
         raise CliError(f"{path} is not a readable GGUF file (damaged or truncated; "
-                       f"{type(e).__name__}: {e})") from None
+                       f"{str(e).removeprefix(path + ': ')})") from None
     print(f"read {path} ({size}): {len(reader.tensors)} tensor headers and "
-          f"{len(reader.fields)} metadata fields in {fmt_seconds(time.perf_counter() - t0)}; "
+          f"{reader.kv_count} metadata fields in {fmt_seconds(time.perf_counter() - t0)}; "
           f"tensor data is read as it is used", file=sys.stderr, flush=True)
     return reader
 
 
-def type_name(t) -> str:
-    return getattr(t.tensor_type, "name", str(t.tensor_type))
-
-
 def decoder_name(t) -> str | None:
     """The ``ninfer_ir.formats`` record (or numpy conversion) that decodes ``t``."""
-    from ninfer_ir import formats
-    name = type_name(t)
-    if name in ("F32", "F16", "F64"):
-        return f"numpy {name.lower()}"
-    if name == "BF16":
-        return "bf16 words"
-    fmt = f"gguf_{name.lower()}"
-    return fmt if fmt in formats.names() else None
-
-
-def rows_first_shape(t) -> tuple:
-    """The tensor's shape with the row count first (GGUF lists the contiguous axis first)."""
-    return tuple(int(d) for d in reversed(list(t.shape)))
-
-
-def _records(t, shape, record_values: int, record_bytes: int) -> np.ndarray:
-    """``t``'s bytes as ``[rows, records per row, record_bytes]``, checked against its
-    shape (a damaged file gives a clear error, not a numpy one)."""
-    k = shape[-1] if shape else 1
-    rows = int(np.prod(shape[:-1], dtype=object)) if len(shape) > 1 else 1
-    if k % record_values:
-        raise CliError(f"tensor {t.name}: rows of {k} values are not whole records of "
-                       f"{record_values} values ({type_name(t)})")
-    data = np.ascontiguousarray(np.asarray(t.data)).view(np.uint8)
-    need = rows * (k // record_values) * record_bytes
-    if data.size != need:
-        raise CliError(f"tensor {t.name}: {type_name(t)} {'x'.join(map(str, shape))} needs "
-                       f"{need} bytes, the file holds {data.size}")
-    return data.reshape(rows, k // record_values, record_bytes)
-
-
-def decode(t) -> np.ndarray:
-    """float32 values of ``t`` with its rows-first shape."""
-    from ninfer_ir import formats
-    name, data = type_name(t), np.asarray(t.data)
-    shape = rows_first_shape(t)
-    if name in ("F32", "F16", "F64"):
-        if data.size != int(np.prod(shape, dtype=object)):
-            raise CliError(f"tensor {t.name}: {name} {'x'.join(map(str, shape))} does not "
-                           f"match the {data.size} values the file holds")
-        return data.astype(np.float32).reshape(shape)
-    if name == "BF16":
-        words = np.ascontiguousarray(data).view(np.uint16).astype(np.uint32)
-        if words.size != int(np.prod(shape, dtype=object)):
-            raise CliError(f"tensor {t.name}: BF16 {'x'.join(map(str, shape))} does not "
-                           f"match the {words.size} values the file holds")
-        return (words << 16).view(np.float32).reshape(shape)
-    fmt = formats.get(f"gguf_{name.lower()}")
-    rec = _records(t, shape, fmt.block_values, fmt.block_bytes)
-    return fmt.decode(rec.reshape(rec.shape[0], rec.shape[1] * rec.shape[2])).reshape(shape)
+    if t.format is not None:
+        return t.format.name
+    if t.type_name in ("F32", "F16", "F64"):
+        return f"numpy {t.type_name.lower()}"
+    return "bf16 words" if t.type_name == "BF16" else None
 
 
 def gguf_py_agrees(t, values: np.ndarray) -> str:
-    """Whether gguf-py's own dequantization gives the same bits ('n/a' when it has none)."""
+    """Whether gguf-py's own dequantization gives the same bits ('n/a' when it has none
+    or gguf-py is not installed)."""
     try:
+        from gguf import GGMLQuantizationType
         from gguf.quants import dequantize
-        other = dequantize(np.asarray(t.data), t.tensor_type)
+        raw = np.ascontiguousarray(t.records)
+        if t.format is not None:
+            raw = raw.reshape(raw.shape[0], -1)
+        other = dequantize(raw, GGMLQuantizationType(t.ggml_type))
     except Exception:                                 # noqa: BLE001 - unsupported type
         return "n/a"
     other = np.asarray(other, np.float32).reshape(values.shape)
@@ -109,9 +61,8 @@ def gemv_check(t, compiled, rows: int, rng) -> dict:
     import ninfer_ir as I
     from .kernels import q4k_gemv
 
-    shape = rows_first_shape(t)
-    k = shape[-1] if shape else 1
-    w = _records(t, shape, 256, 144)
+    k = t.shape[-1]
+    w = t.records
     if rows:
         w = w[:rows]
     n = w.shape[0]
@@ -135,7 +86,7 @@ def gemv_check(t, compiled, rows: int, rng) -> dict:
 
 def cmd_gguf(args) -> int:
     reader = _reader(args.path)
-    tensors = list(reader.tensors)
+    tensors = list(reader.tensors.values())
     if args.tensor is not None:
         tensors = [t for t in tensors if t.name == args.tensor]
         if not tensors:
@@ -143,21 +94,21 @@ def cmd_gguf(args) -> int:
     print(f"{args.path}: {len(reader.tensors)} tensors")
     print(f"{'name':<32} {'type':<8} {'shape (rows first)':<20} {'bytes':>12}  decoder")
     for t in tensors:
-        shape = "x".join(map(str, rows_first_shape(t)))
-        print(f"{t.name:<32} {type_name(t):<8} {shape:<20} {int(t.n_bytes):>12}  "
+        shape = "x".join(map(str, t.shape))
+        print(f"{t.name:<32} {t.type_name:<8} {shape:<20} {t.nbytes:>12}  "
               f"{decoder_name(t) or '(none)'}")
     if args.tensor is not None and decoder_name(tensors[0]):
         if sys.stderr.isatty():
-            print(f"decoding {tensors[0].name} ({int(tensors[0].n_bytes)} bytes) ...",
+            print(f"decoding {tensors[0].name} ({tensors[0].nbytes} bytes) ...",
                   file=sys.stderr, flush=True)
-        values = decode(tensors[0])
+        values = tensors[0].decode()
         finite = values[np.isfinite(values)]
         lo, hi = (f"{finite.min():.6g}", f"{finite.max():.6g}") if finite.size else ("-", "-")
         print(f"decoded {values.size} values: min {lo}, max {hi}, "
               f"{values.size - finite.size} non-finite; "
               f"same bits as gguf-py's dequantize: {gguf_py_agrees(tensors[0], values)}")
 
-    q4k = [t for t in tensors if type_name(t) == "Q4_K"]
+    q4k = [t for t in tensors if t.type_name == "Q4_K"]
     if not q4k:
         print("no Q4_K tensors: no GEMV to run")
         return EXIT_OK

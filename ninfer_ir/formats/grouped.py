@@ -187,10 +187,18 @@ class GroupedFormat(Format):
         enc = self._own(encoded)
         if bool_arg(self.name, "check", check):
             self.validate(enc)
-        k = enc.codes.shape[-1]
-        values = self.grouped(enc.codes).astype(np.float32)
-        values *= enc.scales.astype(np.float32)[..., None]
-        values = values.reshape(*enc.codes.shape[:-1], -1)
+        return self.reconstruct(enc.codes, enc.scales)
+
+    def reconstruct(self, codes, scales) -> np.ndarray:
+        """The reconstruction equation alone, on codes that need not be valid (what an
+        in-kernel ``decode`` computes): ``float32 [..., K]``, each ``binary32(s32 *
+        binary32(q))`` for signed codes ``q [..., K]`` and binary16 ``scales [...,
+        groups]``."""
+        codes = np.asarray(codes)
+        k = codes.shape[-1]
+        values = self.grouped(codes).astype(np.float32)
+        values *= np.asarray(scales, dtype=np.float16).astype(np.float32)[..., None]
+        values = values.reshape(*codes.shape[:-1], -1)
         return values if values.shape[-1] == k else np.ascontiguousarray(values[..., :k])
 
     # -- packed carrier ---------------------------------------------------------

@@ -11,16 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 
-def code_of_word(word: np.ndarray, fmt) -> np.ndarray:
-    """Signed codes (int32) of ``b``-bit words (any unsigned array) for ``fmt``."""
-    w = word.astype(np.int32)
-    offset = getattr(fmt.word_codec, "offset", None)
-    if offset is not None:
-        return w - offset
-    sign = 1 << (fmt.bits - 1)
-    return (w ^ sign) - sign
-
-
 def words_of_row(packed: np.ndarray, bits: int, k: int) -> np.ndarray:
     """The ``k`` words of one packed row (uint32)."""
     pos = np.arange(k, dtype=np.int64) * bits
@@ -51,9 +41,10 @@ def row_mismatch(n_packed, n_scales, fmt, k) -> str:
 
 
 def decode_row(packed, scales, fmt, k: int) -> np.ndarray:
-    q = code_of_word(words_of_row(packed, fmt.bits, k), fmt).astype(np.float32)
-    s = np.asarray(scales, dtype=np.float16).astype(np.float32)
-    return (s[np.arange(k) // fmt.group] * q).astype(np.float32)
+    """One packed row: its words read as the format's signed codes (its word codec) and
+    the format's own reconstruction equation, without validating the codes."""
+    codes = fmt.word_codec.from_words(words_of_row(packed, fmt.bits, k).astype(np.uint8))
+    return fmt.reconstruct(codes, scales)
 
 
 # -- every registered format: operand signatures, row geometry, the oracle ---------------

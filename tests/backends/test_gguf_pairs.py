@@ -10,9 +10,8 @@ import ninfer_ir as I
 from ninfer_ir.backends.clike.host import HostKernel
 from ninfer_ir.backends.cuda.emitter import emit as emit_cuda
 from ninfer_ir.backends.interp import interpret
-from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, host_target
+from ninfer_ir.backends.llvm.runtime.jit import available_isas
 from ninfer_ir.backends.llvm.runtime.launcher import compile_module
-from ninfer_ir.errors import TargetUnavailable
 from ninfer_ir.quant import PAIRS
 
 F32 = np.float32
@@ -56,17 +55,6 @@ GEMV = """func @gemv(%w: tensor<u8[N,G,LR]>, %x: tensor<f32[G,32]>, %y: buffer<f
 def text(template, pair, order="seq"):
     return (template.replace("LR", str(pair.lhs.record_bytes)).replace("LF", pair.lhs.name)
             .replace("ORDER", order))
-
-
-def isas():
-    out = []
-    for isa in ISA_LEVELS:
-        try:
-            host_target(isa)
-        except TargetUnavailable:
-            continue
-        out.append(isa)
-    return out
 
 
 def same(a, b):
@@ -117,7 +105,7 @@ def test_quantize_into_matches_the_oracle_for_any_view(g):
             same(big[::-1, ::2][:, :34], want)
 
 
-@pytest.mark.parametrize("isa", isas())
+@pytest.mark.parametrize("isa", available_isas())
 def test_quantize_kernel_at_every_isa_level(isa):
     x = activations(np.random.default_rng(8), 9)
     r = np.zeros((9, 34), np.uint8)
@@ -206,7 +194,7 @@ def test_gemv_takes_the_rows_kernel_at_every_isa_level_and_thread_count(pair):
         y = np.zeros(n, F32)
         host(w, x, y)
         same(y, want)
-        for isa in isas():
+        for isa in available_isas():
             for threads in (1, 2):
                 kernel = compile_module(lowered, isa=isa, threads=threads)
                 y = np.zeros(n, F32)

@@ -12,10 +12,9 @@ import ninfer_ir as I
 from ninfer_ir.numerics.decode import decode_row
 from ninfer_ir.numerics.folds import dot_values
 from ninfer_ir.backends.llvm.gen.builtins import add_half_builtins
-from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, JITModule, host_target
+from ninfer_ir.backends.llvm.runtime.jit import JITModule, available_isas, host_target
 from ninfer_ir.backends.llvm.runtime.launcher import compile_module
 from ninfer_ir.backends.llvm.kernels.qdecode_rows import add_decode_rows
-from ninfer_ir.errors import TargetUnavailable
 from ninfer_ir.passes import PassManager, SelectKernels
 from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import f32
@@ -25,17 +24,6 @@ from tests.decode.decode_kernels import (GEMV, Q4, compile_cpu, packed_inputs, q
 
 FORMATS = sorted(GEMV)
 SHAPES = [(1, 1), (3, 7), (17, 63), (70, 64), (33, 130), (5, 257), (65, 1000), (129, 129)]
-
-
-def _isas():
-    out = []
-    for isa in ISA_LEVELS:
-        try:
-            host_target(isa)
-        except TargetUnavailable:
-            continue
-        out.append(isa)
-    return out
 
 
 def _rows_kernel(fmt, isa, order="seq"):
@@ -78,7 +66,7 @@ def _format_isa_pairs():
     """Every format on the host's level; on lower levels one table format (q4), one whose
     words cross bytes (q5) and Q8 (the byte-shuffle path)."""
     host = host_target().isa
-    return [(name, isa) for isa in _isas() for name in FORMATS
+    return [(name, isa) for isa in available_isas() for name in FORMATS
             if isa == host or name in ("q4_g64_fp16", "q5_g64_fp16", "q8_g32_fp16")]
 
 

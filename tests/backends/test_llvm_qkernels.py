@@ -26,18 +26,7 @@ from ninfer_ir.errors import DomainError, TargetUnavailable
 Q4, Q8 = 144, 292
 
 
-def _available():
-    out = []
-    for isa in J.ISA_LEVELS:
-        try:
-            J.host_target(isa)
-        except TargetUnavailable:
-            continue
-        out.append(isa)
-    return out
-
-
-ISAS = _available()
+ISAS = J.available_isas()
 # The VNNI level with and without GF2P8AFFINEQB (when the host has GFNI).
 VARIANTS = [(isa, None) for isa in ISAS]
 if "avx512vnni" in ISAS and J.host_target("avx512vnni").has_feature("gfni"):

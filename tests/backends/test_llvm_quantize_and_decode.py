@@ -6,9 +6,8 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.llvm.runtime import launcher
-from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, host_target
+from ninfer_ir.backends.llvm.runtime.jit import available_isas
 from ninfer_ir.backends.llvm.runtime.launcher import compile_module
-from ninfer_ir.errors import TargetUnavailable
 from tests.decode.decode_kernels import packed_inputs, same_bits
 
 Q4 = I.formats.get("q4_g64_fp16")
@@ -23,18 +22,7 @@ def quantize_then_gemv(x: I.Tensor[I.f32, "G", 256], r: I.Buffer[I.u8, "G", 292]
         y[n] = I.dot(I.decode(p[n], s[n], format=Q4, k=v.shape[0]), v)
 
 
-def _isas():
-    out = []
-    for isa in ISA_LEVELS:
-        try:
-            host_target(isa)
-        except TargetUnavailable:
-            continue
-        out.append(isa)
-    return out
-
-
-@pytest.mark.parametrize("isa", _isas())
+@pytest.mark.parametrize("isa", available_isas())
 def test_quantize_and_decode_gemv_in_one_module(isa):
     kernel = compile_module(I.lower(quantize_then_gemv), isa=isa, use_cache=False, threads=1)
     assert kernel.isa == isa

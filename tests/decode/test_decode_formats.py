@@ -7,7 +7,7 @@ import pytest
 
 import ninfer_ir as I
 from ninfer_ir.backends.clike.host import HostKernel
-from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, TargetUnavailable, host_target
+from ninfer_ir.backends.llvm.runtime.jit import available_isas
 from ninfer_ir.backends.llvm.runtime.launcher import compile_module
 from ninfer_ir.mathlib.decoders import numpy_decode
 from ninfer_ir.numerics.decode import family
@@ -16,17 +16,6 @@ NAMES = [n for n in I.formats.names() if family(I.formats.get(n)) != "grouped"]
 GGUF = [n for n in NAMES if n.startswith("gguf_")]
 F16_SPECIALS = np.array([0x7C00, 0xFC00, 0x7E00, 0x7D01, 0x0001, 0x83FF, 0x0000, 0x8000,
                          0x7BFF], dtype=np.uint16)       # inf, -inf, NaNs, subnormals, zeros, max
-
-
-def _isas():
-    out = []
-    for isa in ISA_LEVELS:
-        try:
-            host_target(isa)
-        except TargetUnavailable:
-            continue
-        out.append(isa)
-    return out
 
 
 def _bits(a):
@@ -160,7 +149,7 @@ def test_compiled_decode_equals_the_registry(name):
     kernel = copy_kernel(fmt)
     lowered = I.lower(kernel)
     runs = {"interp": lambda *a: I.interpret(kernel, *a), "host C": HostKernel(lowered)}
-    for isa in _isas():
+    for isa in available_isas():
         runs[f"cpu {isa} T1"] = compile_module(lowered, isa=isa, threads=1)
     runs["cpu T2"] = compile_module(lowered, threads=2)
     for what, run in runs.items():

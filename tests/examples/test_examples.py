@@ -24,7 +24,7 @@ def test_every_example_is_listed_here():
 
 # t2_gemv.py and q2_gemv.py run in tests/decode/test_decode_examples.py
 ALL_EXAMPLES = ["q4k_gemv.py", "q4k_gemm.py", "int4_decode_gemv.py", "gguf_gemv.py",
-                "t2_gemv.py", "q2_gemv.py", "transformer_rows.py"]
+                "t2_gemv.py", "q2_gemv.py", "transformer_rows.py", "gemma3_generate.py"]
 
 
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
@@ -97,3 +97,14 @@ def test_transformer_rows(target):
                 "--target", target)
     assert r.returncode == 0, r.stderr
     assert "bit-exact against the interpreter: True" in r.stdout
+
+
+def test_gemma3_generate_on_a_tiny_file(tmp_path):
+    pytest.importorskip("gguf", reason="writing the tiny GGUF file needs the gguf package")
+    pytest.importorskip("sentencepiece", reason="the tokenizer needs sentencepiece")
+    sys.path.insert(0, os.path.join(ROOT, "tests", "models"))
+    import tiny_gemma3
+    path = tiny_gemma3.write(tmp_path / "tiny.gguf")
+    r = example("gemma3_generate.py", path, "--prompt", "the cat", "--max-tokens", 3)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("the cat") and "kernel forward pass (cpu)" in r.stdout

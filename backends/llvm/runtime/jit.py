@@ -165,6 +165,18 @@ def host_target(isa: str | None = None) -> HostTarget:
     return _host_target(isa)
 
 
+def available_isas() -> tuple[str, ...]:
+    """The ISA levels this host can run, best first (``portable`` always)."""
+    out = []
+    for isa in ISA_LEVELS:
+        try:
+            host_target(isa)
+        except TargetUnavailable:
+            continue
+        out.append(isa)
+    return tuple(out)
+
+
 @lru_cache(maxsize=None)
 def _host_target(isa: str | None) -> HostTarget:
     _ensure_llvm()

