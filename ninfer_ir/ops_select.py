@@ -8,7 +8,15 @@ of a hand-written library kernel.
 
 The region is the meaning: the interpreter runs it, and a target runs it wherever the
 kernel's run-time conditions (in range, layout, no overlap) do not hold. The operands
-are the kernel's parameters, in the order of ``KERNELS[kernel]``. The ``select`` pass
+are the kernel's parameters: those of ``KERNELS[kernel]`` for each of the loop's row
+dots (``dots``, default 1), then the buffers the loop stores into. A loop that does
+more with the dots' values than store them has ``epilogue``, a short spelling of what
+it stores (the region is what it computes):
+
+    kernel_call(%wg, %xq, %wu, %xq, %y) {dots = 2, epilogue = "%y[%n] = mul(...)",
+                                         kernel = "q4k_q8k_dot_rows"} ({ ... })
+
+The ``select`` pass
 (``passes/select.py``) places these ops; an emitter translates one to a guard, the
 call and the region as the fallback.
 """
@@ -19,14 +27,13 @@ from types import MappingProxyType
 from .ir import Operation
 from .opbase import attr
 
-#: library kernel -> (its parameters, what it computes)
+#: library kernel -> (its parameters per row dot, what it computes); the outputs follow
 KERNELS = MappingProxyType({
-    "q4k_q8k_dot_rows": (("w", "xq", "y"),
-                         "y[..., n] = quantized_dot(w[n], xq) for every row n of the loop "
-                         "(order seq)"),
-    "decode_dot_rows": (("p", "s", "x", "y"),
-                        "y[n] = dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row "
-                        "n of the loop"),
+    "q4k_q8k_dot_rows": (("w", "xq"),
+                         "quantized_dot(w[n], xq) for every row n of the loop (order seq)"),
+    "decode_dot_rows": (("p", "s", "x"),
+                        "dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row n of "
+                        "the loop"),
 })
 
 
@@ -40,9 +47,15 @@ class KernelCallOp(Operation):
         if name not in KERNELS:
             raise self.error(f"unknown library kernel {name!r}; known: {', '.join(KERNELS)}")
         params = KERNELS[name][0]
-        if len(self.operands) != len(params):
+        dots = attr(self, "dots", int, "a positive integer") if "dots" in self.attrs else 1
+        if dots < 1:
+            raise self.error(f"attribute 'dots' must be a positive integer, got {dots}")
+        if "epilogue" in self.attrs:
+            attr(self, "epilogue", str, "a string")
+        if len(self.operands) <= dots * len(params):
             raise self.error(f"kernel {name!r} takes {len(params)} parameter(s) "
-                             f"({', '.join(params)}), got {len(self.operands)}")
+                             f"({', '.join(params)}) for each of {dots} dot(s), then the "
+                             f"output(s), got {len(self.operands)}")
         if self.results:
             raise self.error("kernel_call has no results")
         if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
@@ -58,6 +71,10 @@ class KernelCallOp(Operation):
     @property
     def kernel(self) -> str:
         return self.attrs["kernel"]
+
+    @property
+    def dots(self) -> int:
+        return self.attrs.get("dots", 1)
 
     @property
     def loop(self):

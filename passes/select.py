@@ -81,10 +81,19 @@ class SelectKernels(Pass):
                     _wrap(op, found)
                     chosen += 1
                     self.remarks.append(Remark(func.sym_name, iv, loc, found.kernel,
-                                               "the loop computes what the kernel computes"))
+                                               _why(found)))
                 else:
                     self.remarks.append(Remark(func.sym_name, iv, loc, None, found))
         return {"kernels": chosen, "loops": len(self.remarks)}
+
+
+def _why(match: Match) -> str:
+    if not match.parts.epilogue or match.parts.plain:
+        return "the loop computes what the kernel computes"
+    dots = len(match.parts.dots)
+    return (f"the kernel computes the row{' dots' if dots > 1 else ' dot'} of each block "
+            f"of rows, then the loop's epilogue runs on the block "
+            f"(`{match.attrs['epilogue']}`)")
 
 
 def _wrap(loop, match: Match) -> None:
@@ -92,7 +101,7 @@ def _wrap(loop, match: Match) -> None:
     at = block.ops.index(loop)
     block.remove(loop)
     region, inner = region_with_block()
-    call = KernelCallOp(match.params, [], {"kernel": match.kernel}, [region])
+    call = KernelCallOp(match.params, [], {"kernel": match.kernel, **match.attrs}, [region])
     inner.append(loop)
     inner.append(O.YieldOp())
     block.insert(at, call)
