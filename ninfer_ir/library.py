@@ -222,6 +222,8 @@ def _decoded_row(loop, dec, invariant):
         return "the dot multiplies the decoded row by itself"
     if not _outside(loop, x) or x.type.rank != 1:
         return "the dot's other vector is not one vector defined outside the loop"
+    if isinstance(getattr(root(x), "op", None), O.DecodeOp):
+        return "the dot's other vector is a decoded row (not memory)"
     if not (_only_use(p_view.result, dec) and _only_use(s_view.result, dec)):
         return "the row views are used by other ops"
     return DecodedRow(p_view, s_view, dec, dot, swapped, order)

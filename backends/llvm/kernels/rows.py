@@ -185,6 +185,12 @@ class RowsCall:
                 for op in self.rows.epilogue:
                     e.op(op)
                 return []
-            carried_loop(b, e.fn, i64c(0), rows, [], row, name="epilogue")
+            # every index is in range (``_in_range``): no bounds guards, so LLVM may
+            # vectorize the epilogue
+            checks, e.options["bounds_checks"] = e.options["bounds_checks"], False
+            try:
+                carried_loop(b, e.fn, i64c(0), rows, [], row, name="epilogue")
+            finally:
+                e.options["bounds_checks"] = checks
             return []
         carried_loop(b, e.fn, i64c(0), blocks, [], block, name="rowblock")
