@@ -68,7 +68,8 @@ def nan_epilogue(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
                  b: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, "N"]):
     xq = I.quantize(x, format=Q8K)
     for n in I.range(w.shape[0]):
-        y[n] = I.sqrt(I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8K, acc_dtype=I.f32)) + I.log(b[n]) / b[n]
+        v = I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8K, acc_dtype=I.f32)
+        y[n] = I.sqrt(v) + I.log(b[n]) / b[n]
 
 
 @I.kernel
@@ -87,7 +88,8 @@ def gemm_bias(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "M", "G", 256
     for m in I.range(x.shape[0]):
         xq = I.quantize(x[m], format=Q8K)
         for n in I.range(w.shape[0]):
-            y[m, n] = I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8K, acc_dtype=I.f32) + b[n]
+            v = I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8K, acc_dtype=I.f32)
+            y[m, n] = v + b[n]
 
 
 @I.kernel

@@ -44,6 +44,8 @@ DOT_ROWS = "ninfer_q4k_q8k_dot_rows"
 _BLOCK = q8_k.block_elems
 _LIMIT = 1 << 40          # records; more than any array can hold
 ROWS_PARALLEL_RECORDS = 8192   # a row loop this large runs on the pool (about 50 us of work)
+#: rows kernel of ``ninfer_ir.library.QUANTIZED_ROWS`` -> the function that computes it
+ROWS_FUNCTIONS = {"q4k_q8k_dot_rows": DOT_ROWS}
 
 
 def add_quantized_library(module: ir.Module, isa: str) -> None:
@@ -208,5 +210,6 @@ class RecordRows:
         b = e.b
         w, x = self._operands(e)
         wp = b.gep(w.ptr, [b.mul(first, w.strides[0])])
-        b.call(e.module.globals[DOT_ROWS], [wp, w.strides[0], w.strides[1], x.ptr,
-                                            x.strides[0], w.shape[1], rows, out, i64c(1)])
+        fn = e.module.globals[ROWS_FUNCTIONS[self.part.kernel]]
+        b.call(fn, [wp, w.strides[0], w.strides[1], x.ptr, x.strides[0], w.shape[1], rows,
+                    out, i64c(1)])
