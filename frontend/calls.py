@@ -13,7 +13,6 @@ import numpy as np
 
 from ninfer_ir import ops as O
 from ninfer_ir.ir import Value
-from ninfer_ir.mathlib import FUNCTIONS
 from ninfer_ir.numerics import semantics
 from ninfer_ir.numerics.semantics import cast as cast_values
 from ninfer_ir.numerics.semantics import to_python
@@ -266,16 +265,19 @@ def _elementwise_call(cls):
     return handler
 
 
-def math(lw, node, fname):
-    """``I.exp(x)`` …: one ``math`` op on a scalar or elementwise on a tensor/view."""
-    a = bind(lw, node, fname, ["x"], 1)
-    x, where = a["x"]
-    if not isinstance(x, Value):
-        from .scope import describe
-        raise lw.error(where, f"I.{fname} needs an f32 or f16 value, got {describe(x)} "
-                              f"(type a constant with I.cast)")
-    return lw.value("math", [lw.as_scalar(x, where)], {"fn": fname}, what=f"I.{fname}",
-                    node=node)
+def _expanded_call(cls):
+    """``I.exp(x)`` …: one op of the expanded family ``cls`` on a scalar or elementwise on
+    a tensor/view."""
+    def handler(lw, node, fname):
+        a = bind(lw, node, fname, ["x"], 1)
+        x, where = a["x"]
+        if not isinstance(x, Value):
+            from .scope import describe
+            raise lw.error(where, f"I.{fname} needs an {' or '.join(map(str, cls.dtypes))} "
+                                  f"value, got {describe(x)} (type a constant with I.cast)")
+        return lw.value(cls.name, [lw.as_scalar(x, where)], {"fn": fname},
+                        what=f"I.{fname}", node=node)
+    return handler
 
 
 CALLS = {
@@ -284,7 +286,7 @@ CALLS = {
     "reduce": reduce, "cast": cast, "bitcast": bitcast, "select": select_call,
 }
 CALLS.update({name: _elementwise_call(cls) for name, cls in O.DSL_CALLS.items()})
-CALLS.update({fn: math for fn in FUNCTIONS})
+CALLS.update({fn: _expanded_call(cls) for cls in O.EXPANDED for fn in cls.functions()})
 
 _BUILTIN_ALTERNATIVE = {"abs": "I.abs", "min": "I.minimum", "max": "I.maximum",
                         "int": "I.cast", "float": "I.cast", "bool": "I.cast", "len": ".shape"}

@@ -126,14 +126,16 @@ from ninfer_ir.frontend.helpers import func, Func  # noqa: E402,F401
 
 # -- math: correctly rounded f32 functions (docs/math.md), eager on arrays ----------------
 
-def _math_function(fn):
+def _expanded_function(cls, fn):
     def f(x):
-        from ninfer_ir.backends.interp.eager import math as _f
-        return _f(fn, x)
+        from ninfer_ir.backends.interp.eager import expanded
+        return expanded(cls, fn, x)
     f.__name__ = f.__qualname__ = fn
-    f.__doc__ = f"Correctly rounded {fn} of an f32 (or f16) array or scalar, elementwise."
+    f.__doc__ = (f"{fn} of a {' or '.join(map(str, cls.dtypes))} array or scalar, elementwise "
+                 f"({cls.__name__}: {(cls.__doc__ or '').strip().splitlines()[0]})")
     return f
 
 
-from .mathlib import FUNCTIONS as _MATH  # noqa: E402
-globals().update({_fn: _math_function(_fn) for _fn in _MATH})   # I.sqrt, I.exp, ...
+from .ops import EXPANDED as _EXPANDED  # noqa: E402
+globals().update({_fn: _expanded_function(_cls, _fn)         # I.sqrt, I.exp, ...
+                  for _cls in _EXPANDED for _fn in _cls.functions()})

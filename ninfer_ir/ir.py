@@ -141,6 +141,9 @@ class Operation:
     #: (file, line, col) of the source the frontend built the op from, when recorded
     #: (loops); not part of the textual IR, kept by ``clone_op``
     loc: tuple | None = None
+    #: the pass that removes the op before any emitter sees it (the emitters' tables of
+    #: ops they never lower are derived from it), or None
+    legalized_by: str | None = None
 
     def __init__(self, operands=(), result_types=(), attrs=None, regions=(),
                  result_names=None):

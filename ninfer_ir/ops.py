@@ -721,21 +721,31 @@ _PLACEHOLDER = re.compile(r"\{(\d+)\}")
 
 from .ir import FuncOp  # noqa: E402  (func is an op like the others)
 
-class MathOp(ElementwiseOp):
-    """The math family: ``%y = math(%x) {fn = "exp"}``, one elementwise op for every function
-    of ``ninfer_ir.mathlib`` (``sqrt rsqrt exp exp2 log log2 tanh erf sin cos floor ceil
-    trunc rint``).
-
-    f32 results are correctly rounded (round-to-nearest-even of the exact value, C99 Annex F
-    special cases, one canonical quiet NaN ``0x7FC00000``); an f16 argument is widened to
-    f32, the f32 result is computed and rounded to f16. No op of the backends computes
-    ``math``: the ``expand_math`` pass rewrites it into ordinary ops (the algorithms of
-    ``mathlib``), and the interpreter runs the same algorithms on numpy arrays."""
-    name = "math"
+class ExpandedOp(ElementwiseOp):
+    """A family of elementwise functions that no backend computes: ``%y = <name>(%x) {fn =
+    "exp"}`` means the algorithm ``fn`` of the family's ``library`` module, written once
+    against ``ninfer_ir.mathlib.core.Val``. The library gives ``FUNCTIONS`` (name ->
+    algorithm), ``evaluate(fn, values, dtype)`` (what the interpreter and the eager API run)
+    and ``expand(builder, fn, x, dtype)`` (what the ``expand`` pass emits as ordinary ops).
+    Everything else is derived from the class: the DSL calls and the ``I.<fn>`` functions
+    (one per name of ``FUNCTIONS``), the interpreter rule, and the emitters' note that the
+    op never reaches them. A new family is this class's subclass plus its library."""
     arity = 1
     accepts = "float"
-    #: dtypes a math function takes (its result has the same dtype)
-    dtypes = (f32, f16)
+    legalized_by = "expand"
+    #: import path of the family's library module
+    library = ""
+    #: dtypes a function takes (its result has the same dtype)
+    dtypes: tuple = ()
+
+    @classmethod
+    def lib(cls):
+        import importlib
+        return importlib.import_module(cls.library)
+
+    @classmethod
+    def functions(cls) -> tuple:
+        return tuple(cls.lib().FUNCTIONS)
 
     def infer_types(self):
         if len(self.operands) != 1:
@@ -746,22 +756,35 @@ class MathOp(ElementwiseOp):
         return [t] if isinstance(t, ScalarType) else None
 
     def verify_(self):
-        from .mathlib import FUNCTIONS
         n_operands(self, 1)
         n_results(self, 1)
         fn = attr(self, "fn", str, "a function name")
-        if fn not in FUNCTIONS:
-            raise self.error(f"unknown math function {fn!r}; use one of "
-                             f"{', '.join(sorted(FUNCTIONS))}")
+        if fn not in self.functions():
+            raise self.error(f"unknown {self.name} function {fn!r}; use one of "
+                             f"{', '.join(sorted(self.functions()))}")
         t = self.operands[0].type
         if not isinstance(t, (ScalarType, ShapedType)):
             raise self.error(f"operand has unsupported type {t}")
         dtype = t.dtype if isinstance(t, ShapedType) else t
         if dtype not in self.dtypes:
-            raise self.error(f"{fn} takes f32 or f16 values, got {dtype}")
+            raise self.error(f"{fn} takes {' or '.join(map(str, self.dtypes))} values, "
+                             f"got {dtype}")
         if self.result.type != self.infer_types()[0]:
             raise self.error(f"result type {self.result.type} must be "
                              f"{self.infer_types()[0]}")
+
+
+class MathOp(ExpandedOp):
+    """The math family: ``%y = math(%x) {fn = "exp"}``, one elementwise op for every function
+    of ``ninfer_ir.mathlib`` (``sqrt rsqrt exp exp2 log log2 tanh erf sin cos floor ceil
+    trunc rint``).
+
+    f32 results are correctly rounded (round-to-nearest-even of the exact value, C99 Annex F
+    special cases, one canonical quiet NaN ``0x7FC00000``); an f16 argument is widened to
+    f32, the f32 result is computed and rounded to f16."""
+    name = "math"
+    library = "ninfer_ir.mathlib"
+    dtypes = (f32, f16)
 
 
 OPS = MappingProxyType({cls.name: cls for cls in (
@@ -782,6 +805,7 @@ ELEMENTWISE = family(ElementwiseOp)
 UNARY = family(UnaryOp)
 BINARY = family(BinaryOp)
 CONTRACTIONS = family(ContractionOp)
+EXPANDED = family(ExpandedOp)
 
 #: ``I.<name>`` -> op class, for the elementwise ops the DSL and the eager API call by name
 DSL_CALLS = MappingProxyType({cls.dsl_call: cls for cls in sorted(ELEMENTWISE, key=lambda c: c.name)

@@ -41,6 +41,7 @@ def _records(op, v, what, dtype, width):
 class QuantizeOp(Operation):
     """``quantize(values)``: f32[G,256] -> u8[G,292] Q8_K records (spec §4)."""
     name = "quantize"
+    legalized_by = "materialize"     # into alloc + quantize_into
 
     values = operand_at(0)
 

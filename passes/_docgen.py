@@ -121,7 +121,7 @@ starts with `pass '<name>':`.
 | 5 | `fuse` | mark single-consumer elementwise chains to be computed per element in their consumer |
 | 6 | `materialize` | give every remaining tensor a buffer, a lifetime and, where possible, a reused buffer |
 | 7 | `lower` | loops of scalar ops, `quantize_into`, output parameters, bounds checks |
-| 8 | `expand_math` | each `math` op (`I.exp` …) becomes the ordinary scalar ops of its algorithm (`ninfer_ir/mathlib`), inside the loop lowering made, so the tidy passes fold and hoist its constants |
+| 8 | `expand` | each `math` op (an expanded family) (`I.exp` …) becomes the ordinary scalar ops of its algorithm (`ninfer_ir/mathlib`), inside the loop lowering made, so the tidy passes fold and hoist its constants |
 | 9-12 | `canonicalize`, `cse`, `licm`, `dce` | tidy what lowering produced: fold one-trip loops and index arithmetic, share constants and `dim`s, hoist per-row invariants (the guard of a fold) out of the loops |
 | 13 | `parallelize` | (cuda only) mark loops whose iterations are independent as parallel |
 | 13/14 | `select` | last, on the final loops: wrap each loop a library kernel of the target computes in `kernel_call {kernel = "..."}` (the region stays its meaning), and record for every loop which kernel it got or why none (`Report.remarks`, `ninfer ir --remarks`) |

@@ -12,7 +12,7 @@ every stage):
  5. fuse          mark single-consumer elementwise chains to be computed per element
  6. materialize   buffers, lifetimes and reuse for the values that need memory
  7. lower         loops, ``quantize_into``, output parameters, bounds checks
- 8. expand_math   each ``math`` op (``I.exp`` …) becomes the ordinary ops of its algorithm
+ 8. expand        each ``math`` op (``I.exp`` …) becomes the ordinary ops of its algorithm
  9. canonicalize  fold the index arithmetic and one-trip loops lowering produced
 10. cse           share the constants and ``dim``s of the loop nests
 11. licm          hoist per-row invariants of the loop nests (the guard of a fold)
@@ -32,7 +32,7 @@ from ninfer_ir.targets import TARGETS
 from .canonicalize import Canonicalize
 from .cse import CSE
 from .dce import DCE
-from .expand_math import ExpandMath
+from .expand import Expand
 from .fuse import Fuse
 from .licm import LICM
 from .lower import Lower
@@ -53,7 +53,7 @@ def default_passes(target: str = "cpu") -> list:
     if target not in PIPELINES:
         raise TargetUnavailable(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
     passes = [Canonicalize(), CSE(), LICM(), DCE(), Fuse(), Materialize(), Lower(),
-              ExpandMath(), Canonicalize(), CSE(), LICM(), DCE()]
+              Expand(), Canonicalize(), CSE(), LICM(), DCE()]
     if target == "cuda":
         passes.append(Parallelize())
     passes.append(SelectKernels("cuda" if target == "cuda" else "cpu"))

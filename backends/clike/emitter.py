@@ -37,8 +37,8 @@ from .units import RESERVED, SCALAR_OPS, externals, sanitize, unique
 __all__ = ["CLikeEmitter", "Emitted", "LEGALIZED_AWAY", "RULES", "RESERVED"]
 
 #: op name -> why an emitter never sees it (the passes remove it)
-LEGALIZED_AWAY = {"quantize": "materialized by the passes into alloc + quantize_into",
-                  "math": "expanded by the passes into ordinary ops (expand_math)"}
+LEGALIZED_AWAY = {cls.name: f"removed by the {cls.legalized_by} pass"
+                  for cls in O.OPS.values() if cls.legalized_by}
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _INT = re.compile(r"-?[0-9]+\Z")

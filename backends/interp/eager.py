@@ -256,11 +256,10 @@ def select(c, a, b) -> np.ndarray:
     return semantics.select(np.asarray(c, dtype=np.bool_), a, b, t)
 
 
-def math(fn, x) -> np.ndarray:
-    """``fn`` (a ``mathlib`` function) of an f32 or f16 array or scalar, elementwise."""
-    from ninfer_ir.mathlib import evaluate
-    from ninfer_ir.ops import MathOp
+def expanded(cls, fn, x) -> np.ndarray:
+    """``fn`` of the expanded family ``cls`` (e.g. ``MathOp``) of an array or scalar,
+    elementwise."""
     (x,), t = _numeric(fn, x)
-    if t not in MathOp.dtypes:
-        raise _fail(fn, f"takes f32 or f16 values, got {x.dtype}")
-    return evaluate(fn, x, t)
+    if t not in cls.dtypes:
+        raise _fail(fn, f"takes {' or '.join(map(str, cls.dtypes))} values, got {x.dtype}")
+    return cls.lib().evaluate(fn, x, t)

@@ -327,9 +327,8 @@ def _bitcast(run, step, vals):
     return semantics.bitcast(x, step.data, step.op.to).reshape(x.shape)
 
 
-def _math(run, step, vals):
-    from ninfer_ir.mathlib import evaluate
-    return evaluate(step.op.attrs["fn"], vals[0], step.data)
+def _expanded(run, step, vals):
+    return step.op.lib().evaluate(step.op.attrs["fn"], vals[0], step.data)
 
 
 # --- rules: reductions and the quantized ops -----------------------------------------
@@ -435,8 +434,9 @@ _RULES.update({
     O.QuantizedDotOp: _quantized_dot, O.QuantizeIntoOp: _quantize_into,
     O.ForOp: _for, O.IfOp: _if, O.YieldOp: _terminator, O.ReturnOp: _terminator,
     O.AllocOp: _alloc, O.DeallocOp: _dealloc, O.CheckOp: _check, O.DecodeOp: _decode,
-    O.KernelCallOp: _kernel_call, O.MathOp: _math,
+    O.KernelCallOp: _kernel_call,
 })
+_RULES.update({cls: _expanded for cls in O.EXPANDED})
 #: op class -> rule; every op of ``OPS`` except ``func`` has one.
 RULES = MappingProxyType(_RULES)
 

@@ -1,6 +1,6 @@
 """The math library: one algorithm per function (``functions``), written once against
 ``core.Val`` and run either on numpy arrays (the interpreter, the eager ``I.exp`` …)
-or emitted as ordinary IR ops (the ``expand_math`` pass). See ``docs/math.md``.
+or emitted as ordinary IR ops (the ``expand`` pass). See ``docs/math.md``.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ some *context*, with the ordinary ops of the IR as Python operators and methods.
 
 A context decides what an op *is*: ``NumpyContext`` evaluates it at once with the
 scalar rules of ``ninfer_ir.numerics.semantics`` (what the interpreter runs for every op), and
-``IRContext`` emits it with a ``Builder`` (what the ``expand_math`` pass does). An
+``IRContext`` emits it with a ``Builder`` (what the ``expand`` pass does). An
 algorithm written once against ``Val`` therefore gives, by construction, the same bits
 in the interpreter and in every backend that computes the ordinary ops exactly.
 

@@ -353,7 +353,7 @@ def test_every_op_has_a_lowering_or_is_legalized_away():
 @pytest.mark.parametrize("text, match", [
     ("func @f(%x: tensor<f32[1,256]>) {\n"
      "  %q = quantize(%x) {format = #q8_k} : tensor<u8[1,292]>\n  return()\n}\n",
-     "no cuda lowering for quantize \\(materialized"),
+     "no cuda lowering for quantize \\(removed by the materialize pass"),
     ("func @f(%x: f32) -> (f32) {\n  return(%x)\n}\n", "no cuda lowering for return with values"),
     ("func @f(%x: tensor<f32[4]>, %y: buffer<f32[4]>) {\n  %z = add(%x, %x) : tensor<f32[4]>\n"
      "  copy(%z, %y)\n  return()\n}\n", "no cuda lowering for add on tensor"),

@@ -15,7 +15,7 @@ NAMES = [p.name for p in default_passes()]
 
 def test_default_pipeline_order():
     assert NAMES == ["canonicalize", "cse", "licm", "dce", "fuse", "materialize", "lower",
-                     "expand_math", "canonicalize", "cse", "licm", "dce", "select"]
+                     "expand", "canonicalize", "cse", "licm", "dce", "select"]
     assert [p.name for p in default_passes("cuda")] == NAMES[:-1] + ["parallelize", "select"]
     with pytest.raises(TargetUnavailable, match="unknown target 'tpu'"):
         default_passes("tpu")

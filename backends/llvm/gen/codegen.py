@@ -145,10 +145,8 @@ def _build_table():
 
 
 #: op name -> why the CPU emitter never sees it (the passes remove it)
-LEGALIZED_AWAY = {
-    "quantize": "materialized by the passes into alloc + quantize_into",
-    "math": "expanded by the passes into ordinary ops (expand_math)",
-}
+LEGALIZED_AWAY = {cls.name: f"removed by the {cls.legalized_by} pass"
+                  for cls in O.OPS.values() if cls.legalized_by}
 
 LOWERINGS: dict = {}
 
