@@ -11,11 +11,13 @@ for the decode + f32 dot of ``q4_g64_fp16``, on N x K weights, at 1 and 2 thread
 * residual: y[n] = y[n] + dot(n)
 * gate/up:  y[n] = silu(dot_g(n)) * dot_u(n), two weight matrices over the same x
 
-and prints the time per call (median and best) and its ratio to the plain GEMV of the
-same format and thread count (for gate/up, to two plain GEMVs called one after the
-other, one on each of its weight matrices: the same weight bytes read). The configurations
-are visited in turn over ``--rounds`` rounds, so a slow phase of a shared machine hits
-them alike. Every kernel is checked bit for bit against the interpreter on 64 rows first.
+and prints its ratio to the plain GEMV of the same format and thread count (for gate/up,
+to two plain GEMVs called one after the other, one on each of its weight matrices: the
+same weight bytes read). Each sample times the plain GEMV and then the epilogue loop
+right after it (best of ``--calls`` calls each), so a slow phase of a shared machine hits
+both alike; the ratio is the median over ``--rounds`` samples. A last line gives what each
+epilogue costs per row, on 65536 Q4_K rows of one record each. Every kernel is checked
+bit for bit against the interpreter on 64 rows first.
 
     PYTHONPATH=. python benchmarks/gemv_epilogue.py            # 4096 x 4096
     PYTHONPATH=. python benchmarks/gemv_epilogue.py --quick    # 1024 x 1024
@@ -24,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -34,7 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import ninfer_ir as I  # noqa: E402
-from gemv_decode import Case, encoded  # noqa: E402
+from gemv_decode import encoded  # noqa: E402
 from q4k_gemv import random_q4k  # noqa: E402
 
 Q4K, Q8K = I.quant.q4_k, I.quant.q8_k
@@ -164,16 +168,26 @@ def _selected(kernel):
         raise SystemExit(f"{kernel.ir.funcs[0].sym_name}: {remarks}")
 
 
+def _best(run, calls):
+    """The best time of ``calls`` calls of ``run``, after one untimed call."""
+    run()
+    times = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="1024 x 1024")
-    ap.add_argument("--rounds", type=int, default=7, help="rounds over every configuration")
-    ap.add_argument("--calls", type=int, default=5, help="timed calls per configuration "
-                                                        "and round")
+    ap.add_argument("--rounds", type=int, default=15, help="rounds over every configuration")
+    ap.add_argument("--calls", type=int, default=3, help="timed calls per sample")
     args = ap.parse_args(argv)
     n = k = 1024 if args.quick else 4096
     rng = np.random.default_rng(0)
-    cases = {}
+    runs = {}
     for fmt, kernels in KERNELS.items():
         w1, w2, x = _arguments(fmt, rng, n, k)
         b = rng.standard_normal(n).astype(np.float32)
@@ -184,32 +198,54 @@ def main(argv=None):
             _check(kernel, kind, w1, w2, x, b, CHECK_ROWS)
             for t in THREADS:
                 c = I.compile(kernel, "cpu", threads=t)
-                cases[(fmt, kind, t)] = Case(lambda c=c, a=call: c(*a))
+                runs[(fmt, kind, t)] = lambda c=c, a=call: c(*a)
                 if kind == "plain":      # the two plain GEMVs the gate/up loop replaces
                     other = _calls(kind, w2, w1, x, b, y)
-                    cases[(fmt, "2x plain", t)] = Case(
-                        lambda c=c, a=call, o=other: (c(*a), c(*o)))
+                    runs[(fmt, "2x plain", t)] = lambda c=c, a=call, o=other: (c(*a), c(*o))
+    ratios = {key: [] for key in runs}
+    times = {key: [] for key in runs}
+    calls = max(1, args.calls)
     for _ in range(max(1, args.rounds)):
-        for case in cases.values():
-            case.sample(max(1, args.calls))
-    print(f"GEMV {n} x {k} with epilogues, weights hot; {args.rounds} rounds x {args.calls} "
-          f"calls; ratio = time / plain GEMV time (gate/up: / two plain GEMVs, "
-          f"one on each of its matrices)")
-    for stat in ("median", "best"):
-        print(f"\n{stat} of all calls")
-        print(f"{'format':<14}{'T':>3}" + "".join(f"{kind:>18}" for kind in KINDS))
         for fmt in KERNELS:
             for t in THREADS:
-                plain = getattr(cases[(fmt, "plain", t)], stat)
-                cells = []
-                for kind in KINDS:
-                    us = getattr(cases[(fmt, kind, t)], stat)
-                    ratio = us / (getattr(cases[(fmt, "2x plain", t)], stat)
-                                  if kind == "gate/up" else plain)
-                    cells.append(f"{us * 1e6:>10.0f} {ratio:>6.3f}" if kind != "plain"
-                                 else f"{us * 1e6:>10.0f} {'us':>6}")
-                print(f"{fmt:<14}{t:>3}" + "".join(f"{c:>18}" for c in cells))
+                for kind in KINDS[1:]:
+                    base_key = (fmt, "2x plain" if kind == "gate/up" else "plain", t)
+                    base = _best(runs[base_key], calls)
+                    ours = _best(runs[(fmt, kind, t)], calls)
+                    times[base_key].append(base)
+                    times[(fmt, kind, t)].append(ours)
+                    ratios[(fmt, kind, t)].append(ours / base)
+    print(f"GEMV {n} x {k} with epilogues, weights hot; {args.rounds} rounds; each sample "
+          f"is the best of {calls} calls of the plain GEMV (for gate/up: two plain GEMVs, "
+          f"one on each of its matrices) then the best of {calls} calls of the epilogue "
+          f"loop, right after; ratio = median over the samples of epilogue / plain "
+          f"(min and max in brackets); us = median of the samples")
+    print(f"{'format':<14}{'T':>3}{'plain us':>10}" + "".join(f"{kind:>24}"
+                                                           for kind in KINDS[1:]))
+    for fmt in KERNELS:
+        for t in THREADS:
+            cells = []
+            for kind in KINDS[1:]:
+                r = ratios[(fmt, kind, t)]
+                us = statistics.median(times[(fmt, kind, t)]) * 1e6
+                cells.append(f"{us:.0f} {statistics.median(r):.3f} [{min(r):.2f},{max(r):.2f}]")
+            plain = statistics.median(times[(fmt, "plain", t)]) * 1e6
+            print(f"{fmt:<14}{t:>3}{plain:>10.0f}" + "".join(f"{c:>24}" for c in cells))
+    _per_row(rng, calls, max(1, args.rounds))
     return 0
+
+
+def _per_row(rng, calls, rounds, n=65536):
+    """What the epilogue itself costs: Q4_K rows of one record each (a short dot), 1
+    thread, nanoseconds per row (best sample)."""
+    w1, _, x = _arguments("Q4_K", rng, n, 256)
+    b = rng.standard_normal(n).astype(np.float32)
+    y = np.zeros(n, np.float32)
+    runs = {kind: (lambda c=I.compile(kernel, "cpu", threads=1), a=_calls(kind, w1, w1, x, b, y):
+                   c(*a)) for kind, kernel in zip(KINDS[:4], KERNELS["Q4_K"])}
+    best = {kind: min(_best(run, calls) for _ in range(rounds)) for kind, run in runs.items()}
+    print(f"\nper row, Q4_K rows of 1 record, {n} rows, 1 thread: " +
+          ", ".join(f"{kind} {t * 1e9 / n:.2f} ns" for kind, t in best.items()))
 
 
 if __name__ == "__main__":
