@@ -339,3 +339,35 @@ def test_the_loop_runs_where_the_output_overlaps_the_weights(trap):
     y = mem.reshape(-1)[144:144 + 4 * 24].view(np.float32)
     with pytest.raises(MemoryError):
         I.compile(weights_written, "cpu", cache_dir=trap)(mem, normal(rng, 1, 256), y)
+
+
+def test_the_thread_split_is_taken_only_for_independent_rows(split, tmp_path, monkeypatch):
+    """The loop goes to the pool (the Python one here, to see it) when its rows are
+    independent: not when an output overlaps what another row reads, nor when a check
+    may stop the loop midway."""
+    from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
+    from ninfer_ir.backends.llvm.runtime.threads import Pool
+    pooled = []
+    run = Pool.run
+
+    def counting(self, body, env, n, err, threads):
+        pooled.append(n)
+        return run(self, body, env, n, err, threads)
+    monkeypatch.setattr(Pool, "run", counting)
+    rng = np.random.default_rng(9)
+    n = 100
+    w, x = _q4k(rng, n)
+    base = normal(rng, n + 1)
+    for kernel, args, split_expected in (
+            (bias, [w, x, normal(rng, n), np.zeros(n, np.float32)], True),
+            (shifted, [w, x, normal(rng, n), np.zeros(n, np.float32)], True),
+            (shifted, [w, x, base[1:], base[:-1]], False),
+            (bias_any, [w, x, normal(rng, n), np.zeros(n, np.float32)], False)):
+        pooled.clear()
+        compiled = CompiledKernel(I.lower(kernel, "cpu"), threads=2, native_threads=False,
+                                  cache_dir=tmp_path)
+        want = [a.copy() for a in args]
+        I.interpret(kernel, *want)
+        compiled(*args)
+        assert args[-1].tobytes() == want[-1].tobytes()
+        assert pooled == ([n] if split_expected else []), kernel
