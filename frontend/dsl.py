@@ -25,7 +25,9 @@ Values and typing
     * An expression whose operands are all Python constants is evaluated by Python
       (``K // 2`` folds with Python's semantics). Closure and global ints, floats and
       bools are such constants; ``x.shape[i]`` is one when the dim is static, else a
-      ``dim`` op. Any other outside object (a list, an array, a function) is an error.
+      ``dim`` op. A closure or global numpy array is a constant tensor
+      (``constant_tensor``), copied at decoration. Any other outside object (a list, a
+      function) is an error.
     * Binary operands must have the same dtype: there is no implicit promotion; use
       ``I.cast(v, dtype)``. A Python constant combined with an IR value of dtype T
       becomes a constant of T (an int may become any integer or float dtype, a float
@@ -151,7 +153,8 @@ class Kernel:
     static (``I.config.specialize``) and caches it in ``.overloads``; later calls
     with that signature reuse it. ``I.compile`` stays the explicit form."""
 
-    def __init__(self, fn, module: Module, source_file: str, src=None, names=None):
+    def __init__(self, fn, module: Module, source_file: str, src=None, names=None,
+                 constants=None):
         self.fn = fn
         self.name = fn.__name__
         self.ir = module
@@ -159,6 +162,8 @@ class Kernel:
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self._src, self._names = src, names
+        #: the data of the module-level arrays the kernel reads, copied at decoration
+        self._constants = constants if constants is not None else {}
         #: ``(target, threads, signature) -> compiled kernel`` (``"interp"`` for the
         #: interpreter), filled by calls
         self.overloads: dict = {}
@@ -184,7 +189,8 @@ class Kernel:
                 from .lowering_ast import lower_function
                 try:
                     hit = lower_function(self.fn, self._src, kernel_types=(Kernel,),
-                                         outer_names=self._names, sizes=sizes)
+                                         outer_names=self._names, sizes=sizes,
+                                         constants=self._constants)
                 except DSLError:
                     hit = self.ir
             self._specialized[key] = hit
@@ -213,7 +219,9 @@ def kernel(fn=None):
     del caller
     try:
         src = capture(fn)
-        module = lower_function(fn, src, kernel_types=(Kernel,), outer_names=names)
+        constants: dict = {}
+        module = lower_function(fn, src, kernel_types=(Kernel,), outer_names=names,
+                                constants=constants)
     except DSLError as e:
         raise e.with_traceback(None) from None
-    return Kernel(fn, module, src.filename, src, names)
+    return Kernel(fn, module, src.filename, src, names, constants)

@@ -111,7 +111,7 @@ def inline(lw, node, f: Func):
         raise lw.error(node, f"'{f.name}' is called recursively ({chain}): recursion is not "
                              f"supported in I.func helpers")
     from .lowering_ast import Lowering
-    sub = Lowering(f.fn, f.src, lw.kernel_types)
+    sub = Lowering(f.fn, f.src, lw.kernel_types, constants=lw.constants)
     sub.builder, sub.blocks, sub.op_nodes = lw.builder, lw.blocks, lw.op_nodes
     sub.helper_stack = (*stack, f)
     for name, value, where, param in _bind(lw, node, f):

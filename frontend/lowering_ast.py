@@ -21,10 +21,14 @@ from .scope import RangeFn, Scope, ShapeProxy, resolve_global
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-def lower_function(fn, src, kernel_types=(), outer_names=None, sizes=None) -> Module:
+def lower_function(fn, src, kernel_types=(), outer_names=None, sizes=None,
+                   constants=None) -> Module:
     """The verified Module of ``fn``; ``sizes`` (symbol -> int) makes those symbol dims
-    of the parameters static (a specialization for one call's shapes)."""
-    return Lowering(fn, src, kernel_types, outer_names, sizes).run()
+    of the parameters static (a specialization for one call's shapes). ``constants``
+    (``(function, name) -> Dense``) receives the data of the arrays the kernel and its
+    helpers use, and supplies it to a later lowering, so every lowering of a kernel
+    sees the arrays as they were at the first."""
+    return Lowering(fn, src, kernel_types, outer_names, sizes, constants).run()
 
 
 def assigned_names(stmts, in_place=lambda name: False) -> dict:
@@ -61,8 +65,10 @@ def assigned_names(stmts, in_place=lambda name: False) -> dict:
 
 
 class Lowering(ExprLowering):
-    def __init__(self, fn, src, kernel_types=(), outer_names=None, sizes=None):
+    def __init__(self, fn, src, kernel_types=(), outer_names=None, sizes=None,
+                 constants=None):
         self.fn = fn
+        self.constants = constants if constants is not None else {}
         self.sizes = dict(sizes or {})
         self.outer_names = dict(outer_names or {})
         self.src = src

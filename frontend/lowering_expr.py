@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import ast
 
+import numpy as np
+
+from ninfer_ir.builder import Builder
+from ninfer_ir.dense import Dense, DenseError
 from ninfer_ir.errors import DSLError, VerifyError
 from ninfer_ir.ir import Value
+from ninfer_ir.ops import ConstantTensorOp
 from ninfer_ir.quant import _QuantNamespace
 from ninfer_ir.types import ScalarType, ShapedType, TensorType, bool_, index
 from ninfer_ir.verifier import verify_op
@@ -186,10 +191,40 @@ class ExprLowering(IndexingLowering):
         found, obj = resolve_global(node.id, self.fn)
         if not found:
             raise self.error(node, f"name '{node.id}' is not defined")
+        if isinstance(obj, np.ndarray):
+            return self.constant_tensor(node, obj)
         ok, v = classify(obj, node.id, self.kernel_types)
         if not ok:
             raise self.error(node, v)
         return v
+
+    def constant_tensor(self, node, obj) -> Value:
+        """The ``constant_tensor`` of the array that ``node`` names, at the top of the
+        function (one op per array). The data is the array's contents at the first
+        lowering of the kernel (``constants`` keeps that copy for later lowerings)."""
+        key = (self.fn, node.id)
+        data = self.constants.get(key)
+        if data is None:
+            try:
+                data = Dense.from_array(obj)
+            except DenseError as e:
+                raise self.error(node, f"the array '{node.id}' cannot be a constant tensor: "
+                                       f"{e}") from None
+            self.constants[key] = data
+        top, cache = self.blocks[0]
+        hit = cache.get(("constant_tensor", data))
+        if hit is not None:
+            return hit
+        at = 0
+        while at < len(top.ops) and isinstance(top.ops[at], ConstantTensorOp):
+            at += 1
+        saved, self.builder = self.builder, Builder(top, at)
+        try:
+            r = self.value("constant_tensor", [], {"value": data}, hint=node.id, node=node)
+        finally:
+            self.builder = saved
+        cache[("constant_tensor", data)] = r
+        return r
 
     def visit_Tuple(self, node):
         return tuple(self.expr(e) for e in node.elts)

@@ -11,11 +11,12 @@ from functools import lru_cache
 from lark import Lark, Token, Tree
 from lark.exceptions import LarkError, UnexpectedInput
 
+from ninfer_ir.dense import Dense, DenseError
 from ninfer_ir.errors import ParseError
 from ninfer_ir.ir import Block, FuncOp, Module, Region
 from ninfer_ir.ops import OPS
 from ninfer_ir.quant import SCHEMAS
-from ninfer_ir.types import SCALARS, BufferType, TensorType
+from ninfer_ir.types import SCALARS, BufferType, TensorType, index
 
 # Deepest nesting of regions (ops inside regions inside ops) and of list attributes
 # the parser accepts; deeper text is refused with a ParseError instead of exhausting
@@ -222,6 +223,8 @@ class _Builder:
                 raise _err(tok, f"unknown quant schema or format #{tok}; the quant schemas "
                                 f"are {', '.join('#' + n for n in SCHEMAS)}")
             return schema
+        if kind == "dense_attr":
+            return self.dense(t)
         if kind == "list_attr":
             self.enter(t, "list attribute")
             out = [self.attrval(c) for c in t.children]
@@ -238,6 +241,28 @@ class _Builder:
             if word == "nan":
                 return float("nan")
         return self.type(ty)
+
+    def dense(self, t: Tree) -> Dense:
+        """``dense<f32[2,3] [[...], [...]]>`` or ``dense<f32[2,3] "hex bytes">``."""
+        tag, dtype_tok, *dims, body = t.children
+        if str(tag) != "dense":
+            raise _err(tag, f"unknown attribute '{tag}<...>'; the tagged attribute is dense<...>")
+        dtype = SCALARS.get(str(dtype_tok))
+        if dtype is None or dtype is index:
+            raise _err(dtype_tok, f"'{dtype_tok}' is not an element type of dense data")
+        shape = []
+        for d in dims:
+            tok = d.children[0]
+            if tok.type != "INT" or _int(tok) < 0:
+                raise _err(tok, "dense data has a static shape (non-negative integers)")
+            shape.append(_int(tok))
+        value = self.attrval(body)
+        try:
+            if isinstance(value, str):
+                return Dense.from_hex(dtype, shape, value)
+            return Dense.from_values(dtype, shape, value)
+        except DenseError as e:
+            raise _err(tag, f"bad dense data: {e}") from None
 
     def type(self, t: Tree):
         head = t.children[0]
@@ -280,6 +305,8 @@ def _hint(name: str):
 
 
 def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
     out, i = [], 0
     while i < len(s):
         c = s[i]

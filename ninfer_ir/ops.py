@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from .dense import Dense
 from .ir import Operation
 from .numerics.semantics import int_range
 from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, attribute, describe,
@@ -96,6 +97,30 @@ class ConstantOp(ReadsNothing, Operation):
             lo, hi = int_range(t)
             if not lo <= v <= hi:
                 raise self.error(f"{v} does not fit {t}")
+
+
+class ConstantTensorOp(ReadsNothing, Operation):
+    """A constant tensor: ``%t = constant_tensor() {value = dense<f32[256] ...>} :
+    tensor<f32[256]>``. ``value`` is a ``Dense`` (``ninfer_ir/dense.py``) of the result's
+    dtype and static shape; the tensor is read-only memory of the compiled code."""
+    name = "constant_tensor"
+
+    value = attribute("value")
+
+    def infer_types(self):
+        v = self.attrs.get("value")
+        return [TensorType(v.dtype, v.shape)] if isinstance(v, Dense) else None
+
+    def verify_(self):
+        n_operands(self, 0)
+        n_results(self, 1)
+        t = self.result.type
+        if not isinstance(t, TensorType) or not all(isinstance(d, int) for d in t.shape):
+            raise self.error(f"a constant tensor has a tensor type of static shape, got {t}")
+        v = attr(self, "value", Dense, "dense data (dense<...>)")
+        if v.dtype is not t.dtype or v.shape != t.shape:
+            raise self.error(f"the data is {v.dtype}[{','.join(map(str, v.shape))}] but the "
+                             f"result is {t}")
 
 
 # -- shapes and views ---------------------------------------------------------
@@ -788,7 +813,7 @@ class MathOp(ExpandedOp):
 
 
 OPS = MappingProxyType({cls.name: cls for cls in (
-    FuncOp, ReturnOp, ConstantOp, DimOp, SubviewOp, LoadOp, StoreOp, CopyOp,
+    FuncOp, ReturnOp, ConstantOp, ConstantTensorOp, DimOp, SubviewOp, LoadOp, StoreOp, CopyOp,
     AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp, XorOp, ShlOp, ShrOp,
     NegOp, AbsOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
     QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,

@@ -41,6 +41,9 @@ def format_attr(v) -> str:
         return str(v)
     if isinstance(v, Type):
         return str(v)
+    from .dense import Dense
+    if isinstance(v, Dense):
+        return v.text()
     from .formats import Format
     if isinstance(v, Format):
         return f"#{v.name}"
@@ -142,4 +145,5 @@ def print_op(op: Operation) -> str:
         return f"func @{op.sym_name}"
     lines: list[str] = []
     _op_lines(op, Namer(), 0, lines)
+    lines = [line if len(line) <= 400 else line[:396] + " ..." for line in lines]  # big tables
     return "\n".join(lines) if len(lines) < 12 else "\n".join(lines[:10] + ["  ..."])

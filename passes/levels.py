@@ -15,7 +15,8 @@ def _shaped_ok(v) -> str | None:
     if isinstance(v, BlockArgument):
         return None if isinstance(v.block.parent_op, FuncOp) else "a shaped block argument"
     op = v.op
-    if isinstance(op, (O.AllocOp, O.SubviewOp, O.DecodeOp)):   # a decode row is lazy: read
+    if isinstance(op, (O.AllocOp, O.SubviewOp, O.DecodeOp,     # a decode row is lazy: read
+                       O.ConstantTensorOp)):
         return None
     if isinstance(op, O.ContractionOp):
         if v.type.rank != 0:

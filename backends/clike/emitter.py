@@ -66,6 +66,8 @@ class CLikeEmitter:
     PRIMS: dict = {}
     WARP_OPS: tuple = ()
     FN_BIG = "NQ_FN"
+    #: qualifiers of the file-scope arrays that hold constant tensors
+    CONST_DATA = "static const"
 
     # -- module and function ------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""Views and memory for the C-like emitter: ``dim``, ``subview``, ``load``, ``store``,
-``copy``, ``alloc``, ``dealloc``, ``decode``, and the host expressions of view shapes.
+"""Views and memory for the C-like emitter: ``constant_tensor``, ``dim``, ``subview``,
+``load``, ``store``, ``copy``, ``alloc``, ``dealloc``, ``decode``, and the host
+expressions of view shapes.
 
 A view is a byte pointer with sizes and byte strides (C expressions); an element's
 address is ``ptr + sum(index * stride)``, so views at any offset and with any (even
@@ -111,6 +112,8 @@ def host_shape(v):
         return [("const", d) if isinstance(d, int) else ("dim", v.index, axis)
                 for axis, d in enumerate(t.shape)]
     op = v.op
+    if isinstance(op, O.ConstantTensorOp):
+        return [("const", d) for d in t.shape]
     if isinstance(op, O.AllocOp):
         sizes = iter(op.operands)
         out = []
@@ -136,6 +139,33 @@ def host_shape(v):
 
 
 # --- lowerings -----------------------------------------------------------------------
+
+def lower_constant_tensor(e, op):
+    """A view of the data as a file-scope array (``CONST_DATA``: ``static const`` in C,
+    ``static __device__ const`` in CUDA) of the unsigned words of its dtype, written as
+    hex literals, so the bits are exact; one array per distinct data, named by its
+    digest."""
+    data = op.value
+    width = max(8, data.dtype.bits)
+    name = f"nq_const_{data.digest()[:32]}"
+
+    def define():
+        words = data.array.reshape(-1).view(f"<u{width // 8}")
+        suffix = {64: "ull", 32: "u"}.get(width, "")
+        body = ",".join(f"0x{int(w):x}{suffix}" for w in words) or "0"
+        return (f"{e.CONST_DATA} {_UWORD[width]} {name}[{max(1, words.size)}] = "
+                f"{{{body}}};\n")
+    e.lib.use(name, define)
+    itemsize = width // 8
+    strides, step = [], itemsize
+    for n in reversed(data.shape):
+        strides.insert(0, str(step))
+        step *= n
+    return View(f"((const nq_u8*){name})", [str(n) for n in data.shape], strides, data.dtype)
+
+
+_UWORD = {8: "nq_u8", 16: "nq_u16", 32: "nq_u32", 64: "nq_u64"}
+
 
 def lower_dim(e, op):
     return e.value(op.source).sizes[op.axis]
@@ -314,7 +344,7 @@ def ctype_of(t) -> str:
 
 
 LOWERINGS = {
-    O.DimOp: lower_dim, O.SubviewOp: lower_subview, O.LoadOp: lower_load,
+    O.ConstantTensorOp: lower_constant_tensor, O.DimOp: lower_dim, O.SubviewOp: lower_subview, O.LoadOp: lower_load,
     O.StoreOp: lower_store, O.CopyOp: lower_copy, O.AllocOp: lower_alloc,
     O.DeallocOp: lower_dealloc, O.DecodeOp: lower_decode,
 }

@@ -19,7 +19,8 @@ __all__ = ["build", "nest", "externals", "sanitize", "unique", "SCALAR_OPS", "RE
 
 SCALAR_OPS = tuple(sorted(O.ELEMENTWISE, key=lambda cls: cls.name))
 #: ops without effects that read no memory: recomputed in every unit that uses them
-RECOMPUTABLE = SCALAR_OPS + (O.ConstantOp, O.DimOp, O.SubviewOp, O.AllocOp, O.DecodeOp)
+RECOMPUTABLE = SCALAR_OPS + (O.ConstantOp, O.ConstantTensorOp, O.DimOp, O.SubviewOp, O.AllocOp,
+                              O.DecodeOp)
 
 RESERVED = set("""auto break case char const continue default do double else enum extern
 float for goto if inline int long register restrict return short signed sizeof static

@@ -62,6 +62,7 @@ class CudaEmitter(CLikeEmitter):
     }
     WARP_OPS = (O.QuantizedDotOp, O.QuantizeIntoOp)
     FN_BIG = "static __device__ __noinline__"
+    CONST_DATA = "static __device__ const"
 
     def library(self) -> str:
         from . import qkernels

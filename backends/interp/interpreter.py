@@ -17,7 +17,8 @@ buffer argument is the caller's array itself, and ``subview``s alias it, so stor
 land there; a tensor argument becomes a read-only view, so inputs are never written,
 and is first copied when it may share memory with a buffer argument (a tensor argument
 is its value at the call: docs/ir.md, "Arguments").
-``alloc`` gives a new zeroed array. Every result is checked against its declared type.
+``alloc`` gives a new zeroed array; a ``constant_tensor`` is its data's read-only
+array. Every result is checked against its declared type.
 
 Arguments are positional, then by parameter name (``%w`` is ``w=``). A scalar may be
 a numpy scalar or 0-d array of its dtype, or a Python int, bool or float that the
@@ -191,6 +192,10 @@ def _prep_constant(op):
 
 
 def _constant(run, step, vals):
+    return step.data
+
+
+def _constant_tensor(run, step, vals):
     return step.data
 
 
@@ -427,7 +432,7 @@ def _terminator(run, step, vals):
 _RULES = {cls: _binary for cls in O.BINARY}
 _RULES.update({cls: _unary for cls in O.UNARY})
 _RULES.update({
-    O.ConstantOp: _constant, O.DimOp: _dim, O.SubviewOp: _subview, O.LoadOp: _load,
+    O.ConstantOp: _constant, O.ConstantTensorOp: _constant_tensor, O.DimOp: _dim, O.SubviewOp: _subview, O.LoadOp: _load,
     O.StoreOp: _store, O.CopyOp: _copy, O.CmpOp: _cmp,
     O.SelectOp: _select, O.CastOp: _cast, O.BitcastOp: _bitcast,
     O.ReduceOp: _reduce, O.DotOp: _dot, O.QuantizeOp: _quantize,
@@ -442,6 +447,7 @@ RULES = MappingProxyType(_RULES)
 
 _PREPARE = {cls: _prep_dtype for cls in O.ELEMENTWISE}
 _PREPARE.update({O.ReduceOp: _prep_fold, O.DotOp: _prep_fold, O.ConstantOp: _prep_constant,
+                 O.ConstantTensorOp: lambda op: op.value.array,
                  O.QuantizedDotOp: _prep_order})
 
 

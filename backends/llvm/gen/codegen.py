@@ -132,7 +132,7 @@ def _build_table():
     table.update({
         O.ForOp: _lower_for, O.IfOp: _lower_if, O.CheckOp: _lower_check,
         KernelCallOp: _lower_kernel_call,
-        O.DimOp: memory.lower_dim, O.SubviewOp: memory.lower_subview,
+        O.ConstantTensorOp: memory.lower_constant_tensor, O.DimOp: memory.lower_dim, O.SubviewOp: memory.lower_subview,
         O.LoadOp: memory.lower_load, O.StoreOp: memory.lower_store,
         O.CopyOp: memory.lower_copy, O.AllocOp: memory.lower_alloc,
         O.DeallocOp: memory.lower_dealloc,

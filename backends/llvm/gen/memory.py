@@ -1,5 +1,5 @@
-"""Views and memory for the CPU emitter: ``dim``, ``subview``, ``load``, ``store``,
-``copy``, ``alloc``, ``dealloc``.
+"""Views and memory for the CPU emitter: ``constant_tensor``, ``dim``, ``subview``,
+``load``, ``store``, ``copy``, ``alloc``, ``dealloc``.
 
 A view is a byte address with sizes and byte strides; an element's address is
 ``ptr + sum(index * stride)``. Indices and ranges are guarded exactly as the
@@ -19,9 +19,34 @@ from ninfer_ir.backends.llvm.gen import scalars as S
 from ninfer_ir.backends.llvm.gen.emitter import I8, I8P, I64, STACK_LIMIT, Reg, View, i64c
 from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
 
-__all__ = ["lower_dim", "lower_subview", "lower_load", "lower_store", "lower_copy",
+__all__ = ["lower_constant_tensor", "lower_dim", "lower_subview", "lower_load", "lower_store", "lower_copy",
            "lower_alloc", "lower_dealloc", "element_ptr", "load_element", "conform",
            "copy_grid", "extent", "disjoint"]
+
+
+def lower_constant_tensor(e, op):
+    """A view of the data as a private read-only global (one per distinct data, named
+    by its digest); its address is a constant expression, so a parallel body uses the
+    global directly and nothing of it travels in the environment."""
+    data = op.value
+    name = f"nq.const.{data.digest()[:32]}"
+    gv = e.module.globals.get(name)
+    if gv is None:
+        raw = data.tobytes()
+        ty = ir.ArrayType(I8, max(1, len(raw)))
+        gv = ir.GlobalVariable(e.module, ty, name=name)
+        gv.linkage = "private"
+        gv.global_constant = True
+        gv.unnamed_addr = True
+        gv.align = 64
+        gv.initializer = ir.Constant(ty, bytearray(raw or b"\0"))
+    itemsize = max(1, data.dtype.bits // 8)
+    unit = 1 if e.options["strides"] == "byte" else itemsize
+    strides, step = [], itemsize if unit == 1 else 1
+    for n in reversed(data.shape):
+        strides.insert(0, i64c(step))
+        step *= n
+    return View(gv.bitcast(I8P), [i64c(n) for n in data.shape], strides, data.dtype, unit)
 
 
 def lower_dim(e, op):
