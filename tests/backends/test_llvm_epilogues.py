@@ -35,6 +35,18 @@ def bias_any(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
         y[n] = I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8K, acc_dtype=I.f32) + b[n]
 
 
+SCALES = np.linspace(-1.0, 1.0, 37).astype(np.float32)
+
+
+@I.kernel
+def constant_scale(w: I.Tensor[I.u8, 37, "G", 144], x: I.Tensor[I.f32, "G", 256],
+                   y: I.Buffer[I.f32, 37]):
+    xq = I.quantize(x, format=Q8K)
+    for n in I.range(w.shape[0]):
+        v = I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8K, acc_dtype=I.f32)
+        y[n] = v * SCALES[n]
+
+
 @I.kernel
 def silu(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
          y: I.Buffer[I.f32, "N"]):
@@ -318,6 +330,7 @@ def _cases(rng):
     return [
         (bias, [w[::-1], x, normal(rng, 2 * n)[::-2], np.zeros(3 * n, np.float32)[::3]]),
         (silu, [w, x, np.zeros(n, np.float32)]),
+        (constant_scale, [w[:37], x, np.zeros(37, np.float32)]),
         (bias_any, [w, x, normal(rng, n), np.zeros(n, np.float32)]),
         (residual, [w, x, normal(rng, n)]),
         (gate_up, [w, w[::-1], x, np.zeros(n, np.float32)]),
