@@ -6,7 +6,9 @@ A kernel returns an ``i64`` status: 0 on success, otherwise ``id * 8 + reason``:
 =======  ==========================================================================
 reason   meaning (``id``)
 =======  ==========================================================================
-1..4     ``quantize_into`` failed on record ``id`` (reasons of ``numerics.quantized``)
+1..4     ``quantize_into`` failed: ``id = record + (t << QUANT_TAG_SHIFT)``, ``t`` the
+         index of its format in ``quant.QUANTIZE_TARGETS`` (0 for Q8_K), reasons
+         of that target's oracle (``numerics.quantized.domain_error``)
 5        the ``check`` op number ``id`` (walk order over the function) was false;
          it wrote the values its message formats into the error block
 6        a run-time guard the emitter inserted failed; ``id`` indexes the kernel's
@@ -32,8 +34,9 @@ from ninfer_ir.numerics import domain
 from ninfer_ir.numerics.decode import row_mismatch
 
 __all__ = ["REASON_CHECK", "REASON_GUARD", "REASON_NO_MEMORY", "ERR_SLOTS", "Guard",
-           "error_for_status"]
+           "error_for_status", "QUANT_TAG_SHIFT", "quantize_tag"]
 
+QUANT_TAG_SHIFT = 40       # more records than any array holds
 REASON_CHECK = 5
 REASON_GUARD = 6
 REASON_NO_MEMORY = 7
@@ -73,15 +76,26 @@ class Guard:
         raise AssertionError(f"unknown guard kind {self.kind}")
 
 
+def quantize_tag(target) -> int:
+    """What a failing ``quantize_into`` to ``target`` adds to its record number in ``id``."""
+    from ninfer_ir.quant import QUANTIZE_TARGETS
+    return list(QUANTIZE_TARGETS.values()).index(target) << QUANT_TAG_SHIFT
+
+
 def error_for_status(status: int, nums, checks, guards) -> Exception:
     """The exception for a non-zero status (``checks``: check ops by id; ``guards``:
     the kernel's guard table; ``nums``: the error block's numbers)."""
     from ninfer_ir.numerics.quantized import domain_error
+    from ninfer_ir.quant import QUANTIZE_TARGETS
     if status < 0:
         return RuntimeError(f"the thread pool failed to run a parallel loop (status {status})")
     ident, reason = status >> 3, status & 7
     if 1 <= reason <= 4:
-        return domain_error(ident, reason)
+        targets = list(QUANTIZE_TARGETS.values())
+        tag = ident >> QUANT_TAG_SHIFT
+        if tag < len(targets):
+            record = ident & ((1 << QUANT_TAG_SHIFT) - 1)
+            return domain_error(record, reason, targets[tag].schema)
     if reason == REASON_CHECK and 0 <= ident < len(checks):
         return DomainError(checks[ident].format(nums))
     if reason == REASON_GUARD and 0 <= ident < len(guards):

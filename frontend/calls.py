@@ -73,7 +73,7 @@ def _order(lw, fname, args):
 def quantize(lw, node, fname):
     a = bind(lw, node, fname, ["values", "format"], 2)
     v = _tensor(lw, fname, "values", a["values"])
-    fmt = _static(lw, fname, "format", a["format"], QuantSchema, "a quant schema (I.quant.q8_k)")
+    fmt = _static(lw, fname, "format", a["format"], QuantSchema, "a quant schema (I.quant.q8_k, I.quant.q8_0)")
     return lw.value("quantize", [v], {"format": fmt}, what=f"I.{fname}", node=node)
 
 

@@ -45,13 +45,15 @@ def verify(module: Module) -> Module:
 # -- eager forms of the DSL's calls (inside a kernel the frontend reads the same names) --
 
 def quantize(values, format=None):
-    """Q8_K-quantize f32 ``[G,256]`` rows into u8 ``[G,292]`` records (spec §4)."""
+    """Quantize f32 rows into records: ``I.quant.q8_k`` ``[G,256]`` -> u8 ``[G,292]`` (spec §4),
+    ``I.quant.q8_0`` ``[G,32]`` -> u8 ``[G,34]`` (docs/spec/quantized-gguf.md §3)."""
     from ninfer_ir.backends.interp.eager import quantize as _f
     return _f(values, format=format)
 
 
 def quantized_dot(lhs, rhs, lhs_format=None, rhs_format=None, acc_dtype=None, order="seq"):
-    """Q4_K ``[G,144]`` x Q8_K ``[G,292]`` records -> rank-0 f32 (spec §3)."""
+    """Records of a pair of ``ninfer_ir.quant.PAIRS`` (Q4_K ``[G,144]`` x Q8_K ``[G,292]``,
+    Q4_0/Q5_0/Q8_0 x Q8_0, ...) -> rank-0 f32 (spec §3, quantized-gguf §4)."""
     from ninfer_ir.backends.interp.eager import quantized_dot as _f
     return _f(lhs, rhs, lhs_format=lhs_format, rhs_format=rhs_format, acc_dtype=acc_dtype,
               order=order)

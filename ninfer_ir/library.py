@@ -6,11 +6,11 @@ never disagree about what a kernel computes.
 
 A row loop ``for n`` (step 1, no carried values) is matched when its body is
 
-* one or more **row dots**, all of one kind:
+* one or more **row dots**, all computed by one kernel:
 
-  - ``q4k_q8k_dot_rows``: ``quantized_dot(w[n], xq)`` with order ``seq`` and ``w``,
-    ``xq`` defined outside the loop, for the pair of schemas the kernel takes (the
-    table ``QUANTIZED_ROWS``: a pair with a rows kernel gets epilogues too);
+  - ``<stem>_dot_rows`` (one per pair of ``quant.PAIRS``: ``q4k_q8k_dot_rows``,
+    ``q40_q80_dot_rows``, ...): ``quantized_dot(w[n], xq)`` with order ``seq`` and
+    ``w``, ``xq`` defined outside the loop (every pair gets epilogues alike);
   - ``decode_dot_rows``: ``dot(decode(p[n], s[n], k), x)`` (or ``dot(x, ...)``) for the
     orders the kernel computes: ``seq``, and ``chunk<C>`` or ``chunk<C>/tree`` with
     ``C`` a multiple of the format's period (``lcm(bits, 32) / bits`` codes); ``p``,
@@ -45,18 +45,14 @@ from . import ops as O
 from .alias import root
 from .sumorder import SumOrder
 
-__all__ = ["Match", "RowLoop", "QuantizedRow", "DecodedRow", "QUANTIZED_ROWS", "match_loop",
+__all__ = ["Match", "RowLoop", "QuantizedRow", "DecodedRow", "match_loop",
            "decode_rows_takes"]
-
-
-#: (lhs schema, rhs schema) of a ``quantized_dot`` -> the rows kernel that computes it
-QUANTIZED_ROWS = {("q4_k", "q8_k"): "q4k_q8k_dot_rows"}
 
 
 @dataclass
 class QuantizedRow:
     """``quantized_dot(w[n], xq)``: ``view`` is the subview ``w[n]``, ``op`` the dot,
-    ``kernel`` the rows kernel of its pair of schemas (``QUANTIZED_ROWS``)."""
+    ``kernel`` the rows kernel of its pair of schemas (``op.pair.rows_kernel``)."""
     view: object
     op: object
     kernel: str
@@ -179,16 +175,12 @@ def _quantized_row(loop, qd, name):
                "outside the loop"
     if not _outside(loop, qd.operands[1]):
         return "the quantized_dot's rhs is computed inside the loop"
-    pair = (qd.attrs["lhs_format"].name, qd.attrs["rhs_format"].name)
-    kernel = QUANTIZED_ROWS.get(pair)
-    if kernel is None:
-        return f"no rows kernel computes quantized_dot for {pair[0]} x {pair[1]}"
     order = qd.attrs.get("order", "seq")
     if order != "seq":
         return f"the quantized_dot sums in order {order}; the kernel computes order seq"
     if not _only_use(sv.result, qd):
         return "the row view is used by other ops"
-    return QuantizedRow(sv, qd, kernel)
+    return QuantizedRow(sv, qd, qd.pair.rows_kernel)
 
 
 def decode_rows_takes(fmt, order: SumOrder) -> bool:

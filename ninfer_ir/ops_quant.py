@@ -6,20 +6,40 @@ from .ir import Operation
 from .numerics.decode import row_sizes
 from .opbase import (ContractionOp, WritesDest, attribute, describe, index_operand, n_operands,
                      n_results, operand_at, order_attr, shaped)
-from .quant import QuantSchema, q4_k, q8_k
+from .quant import (QUANTIZE_TARGETS, DotPair, QuantizeTarget, QuantSchema, dot_pair,
+                    pairs_text)
 from .types import BufferType, ScalarType, ShapedType, TensorType, dims_equal, f16, f32, u8
 
-# -- the two quantized ops (spec §1) -----------------------------------------------
+# -- the quantized ops (spec §1); formats from the closed tables of ninfer_ir.quant ------
 
-def _format_attr(op, key, want):
+def _format_attr(op, key):
     if key not in op.attrs:
         raise op.error(f"missing attribute '{key}'")
     val = op.attrs[key]
     if not isinstance(val, QuantSchema):
         raise op.error(f"attribute '{key}' must be a quant schema (I.quant.*), "
                        f"got {describe(val)}")
-    if val is not want:
-        raise op.error(f"attribute '{key}' must be {want}, got {val}")
+    return val
+
+
+def quantize_target_of(op) -> QuantizeTarget:
+    """The quantize target named by ``op``'s ``format`` (verified)."""
+    fmt = _format_attr(op, "format")
+    target = QUANTIZE_TARGETS.get(fmt)
+    if target is None:
+        raise op.error(f"attribute 'format' must be a quantize target "
+                       f"({', '.join(str(s) for s in QUANTIZE_TARGETS)}), got {fmt}")
+    return target
+
+
+def dot_pair_of(op) -> DotPair:
+    """The dot pair named by ``op``'s ``lhs_format`` and ``rhs_format`` (verified)."""
+    lhs, rhs = _format_attr(op, "lhs_format"), _format_attr(op, "rhs_format")
+    pair = dot_pair(lhs, rhs)
+    if pair is None:
+        raise op.error(f"lhs_format x rhs_format must be a pair of the table "
+                       f"({pairs_text()}), got {lhs} x {rhs}")
+    return pair
 
 
 def _records(op, v, what, dtype, width):
@@ -39,7 +59,8 @@ def _records(op, v, what, dtype, width):
 
 
 class QuantizeOp(Operation):
-    """``quantize(values)``: f32[G,256] -> u8[G,292] Q8_K records (spec §4)."""
+    """``quantize(values) {format}``: f32[G,E] -> u8[G,R] records of a quantize target
+    (E, R from the schema: Q8_K 256/292, spec §4; Q8_0 32/34, quantized-gguf §3)."""
     name = "quantize"
     legalized_by = "materialize"     # into alloc + quantize_into
 
@@ -48,24 +69,32 @@ class QuantizeOp(Operation):
     def infer_types(self):
         if len(self.operands) != 1 or not isinstance(self.operands[0].type, ShapedType):
             return None
+        target = QUANTIZE_TARGETS.get(self.attrs.get("format"))
+        if target is None:
+            return None
         t = self.operands[0].type
-        return [TensorType(u8, (t.shape[0] if t.rank else None, 292))]
+        return [TensorType(u8, (t.shape[0] if t.rank else None, target.record_bytes))]
+
+    @property
+    def target(self) -> QuantizeTarget:
+        return quantize_target_of(self)
 
     def verify_(self):
         n_operands(self, 1)
         n_results(self, 1)
-        _format_attr(self, "format", q8_k)
-        g = _records(self, self.operands[0], "values", f32, 256)
+        target = quantize_target_of(self)
+        g = _records(self, self.operands[0], "values", f32, target.block_elems)
         r = self.result.type
         if not isinstance(r, TensorType):
             raise self.error(f"result must be a tensor, got {r}")
-        rg = _records(self, self.result, "result", u8, 292)
+        rg = _records(self, self.result, "result", u8, target.record_bytes)
         if not dims_equal(g, rg):
             raise self.error(f"result G ({rg}) must equal the input's G ({g})")
 
 
 class QuantizedDotOp(ContractionOp):
-    """``quantized_dot(lhs, rhs)``: Q4_K u8[G,144] x Q8_K u8[G,292] -> rank-0 f32 (spec §3)."""
+    """``quantized_dot(lhs, rhs) {lhs_format, rhs_format}``: records of a pair of the table
+    (e.g. Q4_K u8[G,144] x Q8_K u8[G,292], spec §3) -> rank-0 f32."""
     name = "quantized_dot"
 
     lhs = operand_at(0)
@@ -77,19 +106,21 @@ class QuantizedDotOp(ContractionOp):
     def verify_(self):
         n_operands(self, 2)
         n_results(self, 1)
-        _format_attr(self, "lhs_format", q4_k)
-        _format_attr(self, "rhs_format", q8_k)
+        pair = dot_pair_of(self)
         acc = self.attrs.get("acc_dtype")
         if not isinstance(acc, ScalarType):
             raise self.error(f"attribute 'acc_dtype' must be a dtype, got {describe(acc)}")
         if acc is not f32:
             raise self.error(f"acc_dtype must be f32, got {acc}")
-        gl = _records(self, self.operands[0], "lhs", u8, 144)
-        gr = _records(self, self.operands[1], "rhs", u8, 292)
+        gl = _records(self, self.operands[0], "lhs", u8, pair.lhs.record_bytes)
+        gr = _records(self, self.operands[1], "rhs", u8, pair.rhs.record_bytes)
         if not dims_equal(gl, gr):
             raise self.error(f"lhs and rhs must have the same G, got {gl} and {gr}")
         order_attr(self)
 
+    @property
+    def pair(self) -> DotPair:
+        return dot_pair_of(self)
 
 
 class QuantizeIntoOp(WritesDest, Operation):
@@ -113,14 +144,18 @@ class QuantizeIntoOp(WritesDest, Operation):
         if len(self.operands) == 3:
             index_operand(self, self.operands[2], "the record base")
         n_results(self, 0)
-        _format_attr(self, "format", q8_k)
-        g = _records(self, self.operands[0], "values", f32, 256)
+        target = quantize_target_of(self)
+        g = _records(self, self.operands[0], "values", f32, target.block_elems)
         dst = self.operands[1].type
         if not isinstance(dst, BufferType):
             raise self.error(f"destination must be a buffer, got {dst}")
-        dg = _records(self, self.operands[1], "destination", u8, 292)
+        dg = _records(self, self.operands[1], "destination", u8, target.record_bytes)
         if isinstance(g, int) and isinstance(dg, int) and g != dg:   # else checked at run time
             raise self.error(f"destination G ({dg}) must equal the input's G ({g})")
+
+    @property
+    def target(self) -> QuantizeTarget:
+        return quantize_target_of(self)
 
 
 def _grouped_format(op):

@@ -26,11 +26,13 @@ from types import MappingProxyType
 
 from .ir import Operation
 from .opbase import attr
+from .quant import PAIRS
 
 #: library kernel -> (its parameters per row dot, what it computes); the outputs follow
 KERNELS = MappingProxyType({
-    "q4k_q8k_dot_rows": (("w", "xq"),
-                         "quantized_dot(w[n], xq) for every row n of the loop (order seq)"),
+    **{p.rows_kernel: (("w", "xq"),
+                       f"quantized_dot(w[n], xq) ({p}) for every row n of the loop (order "
+                       f"seq)") for p in PAIRS.values()},
     "decode_dot_rows": (("p", "s", "x"),
                         "dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row n of "
                         "the loop"),

@@ -179,7 +179,7 @@ def check_same_shape(b: Builder, dims, src, dst) -> None:
 
 
 def check_records(b: Builder, dims, values, dst) -> None:
-    """``check`` that ``quantize(values)`` (``[G, 292]``) fits the records ``dst``, as the
+    """``check`` that ``quantize(values)`` (``[G, R]``) fits the records ``dst``, as the
     interpreter's ``copy`` of the records into ``dst`` does."""
     g, rec = values.type.shape[0], dst.type.shape[1]
     same = [g is not None and g == dst.type.shape[0], True]

@@ -19,7 +19,7 @@ so an explicitly decoded f32 weight row that feeds a ``dot`` is never stored.
 Only elementwise ops are fused, and only into a single consumer: a ``quantize`` is never
 fused or duplicated, so records shared by several consumers are prepared once. A chain
 feeding a ``quantize`` is fused into its input reads: ``lower`` computes one record's
-256 values at a time into a fixed 1 KiB staging row and quantizes it with
+values (256 for Q8_K, 32 for Q8_0) at a time into a fixed staging row and quantizes it with
 ``quantize_into(row, dst[g], g)``, whose record base keeps the ``DomainError``'s record
 number that of the whole quantization.
 """

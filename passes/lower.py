@@ -217,22 +217,25 @@ class _FuncLowering:
         inner.create("store", [val, dest, *ivs], result_types=[])
 
     def _quantize_per_record(self, b, op, dest):
-        """A fused input is computed one record (256 values) at a time into a fixed
-        staging row, which is quantized into record g of ``dest`` with base g."""
+        """A fused input is computed one record (the schema's block of values) at a time
+        into a fixed staging row, which is quantized into record g of ``dest`` with base g."""
         src = op.values
-        row = b.create("alloc", [], result_types=[BufferType(f32, (1, 256))],
+        target = op.target
+        block = target.block_elems
+        row = b.create("alloc", [], result_types=[BufferType(f32, (1, block))],
                        names=["qrow"]).result
         count = self.dims.value(b, dest, 0)
         body, (g,) = loop_nest(b, [count], names=["g"])
         self.stats["loops"] += 2
         c0 = body.constant(0, index, name="c0")
         c1 = body.constant(1, index, name="c1")
-        inner, (i,) = loop_nest(body, [body.constant(256, index, name="c256")], names=["i"])
+        inner, (i,) = loop_nest(body, [body.constant(block, index, name=f"c{block}")],
+                                names=["i"])
         inner.create("store", [self.el.elem(inner, src, [g, i], {}), row, c0, i],
                      result_types=[])
         g1 = body.value("add", g, c1, name="g1")
         rec = body.create("subview", [dest, g, g1, c1], {"axes": "r:"},
-                          result_types=[BufferType(dest.type.dtype, (1, 292))],
+                          result_types=[BufferType(dest.type.dtype, (1, target.record_bytes))],
                           names=["rec"]).result
         body.create("quantize_into", [row, rec, g], dict(op.attrs), result_types=[])
         b.create("dealloc", [row], result_types=[])

@@ -17,6 +17,8 @@ from ninfer_ir import ops as O
 from ninfer_ir.numerics.folds import fold_identity
 from ninfer_ir.types import ScalarType, f32
 
+from ninfer_ir.backends.abi import quantize_tag
+
 from . import folds
 from .memory import Reg, address, element
 from .scalars import c_type
@@ -112,15 +114,19 @@ def lower_quantize_into(e, op):
     records_guard(e, op, values, dst, "values and destination")
     r = e.fresh("nq_r")
     e.open(f"for (nq_i64 {r} = 0; {r} < {values.sizes[0]}; ++{r}) {{")
-    quantize_records(e, values, dst, r, base)
+    quantize_records(e, op, values, dst, r, base)
     e.close("}")
 
 
-def quantize_records(e, values, dst, r, base=None):
-    """Quantize record ``r``; a failure stops the worker with ``record * 8 + reason``."""
+def quantize_records(e, op, values, dst, r, base=None):
+    """Quantize record ``r``; a failure stops the worker with ``(record + tag) * 8 +
+    reason`` (``backends/abi.py``: the tag names the quantize target)."""
     reason = e.fresh("nq_reason")
     record = r if base is None else f"({base} + {r})"
-    e.line(f"const int {reason} = {e.quantize_record_fn()}({address(values, [r])}, "
+    tag = quantize_tag(op.target)
+    if tag:
+        record = f"({record} + (nq_i64){tag}LL)"
+    e.line(f"const int {reason} = {e.quantize_record_fn(op)}({address(values, [r])}, "
            f"{values.strides[1]}, {address(dst, [r])}, {dst.strides[1]});")
     e.line(f"if ({reason} != 0) {e.fail_stmt(f'{record} * 8 + {reason}')}")
 

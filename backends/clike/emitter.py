@@ -241,7 +241,7 @@ class CLikeEmitter:
         r = self.fresh("nq_r")
         self.open(f"for (nq_i64 {r} = nq_worker; {r} < {values.sizes[0]}; {r} += nq_workers) {{")
         self.key = r
-        contractions.quantize_records(self, values, dst, r, base)
+        contractions.quantize_records(self, op, values, dst, r, base)
         self.close("}")
 
     # -- target hooks (host C: one worker does everything) -----------------------------------
@@ -278,10 +278,10 @@ class CLikeEmitter:
 
     def quantized_dot_fn(self, op) -> str:
         """The C function computing ``op`` (the fold helpers' arguments)."""
-        return folds.qdot_thread(self.lib)
+        return folds.qdot_thread(self.lib, op.pair)
 
-    def quantize_record_fn(self) -> str:
-        return folds.quantize_record(self.lib)
+    def quantize_record_fn(self, op) -> str:
+        return folds.quantize_record(self.lib, op.target)
 
     def arena_address(self, slot) -> str:
         off = f"nq_arena + nq_ctl[{CTL_LAYOUT + slot.word}]"

@@ -85,50 +85,59 @@ def trip(lib: Library) -> str:
 """)
 
 
-def qdot_thread(lib: Library) -> str:
-    """``nq_qdot_thread``: the whole quantized dot in one thread, in any order.
+def pair_suffix(pair) -> str:
+    """The name suffix of a pair's C helpers ("" for Q4_K x Q8_K, else ``_<stem>``)."""
+    return "" if pair.stem == "q4k_q8k" else f"_{pair.stem}"
+
+
+def qdot_thread(lib: Library, pair) -> str:
+    """``nq_qdot_thread[_<stem>]``: the whole quantized dot of a pair of the table in one
+    thread, in any order.
 
     Records whose bytes are not contiguous (byte stride != 1) are staged first.
     """
     state, f = fold(lib, f32, "add")
-    return lib.define("nq_qdot_thread", """$FN float $NAME(const nq_u8* a, nq_i64 a_rs, nq_i64 a_bs,
+    return lib.define("nq_qdot_thread" + pair_suffix(pair), """$FN float $NAME(const nq_u8* a, nq_i64 a_rs, nq_i64 a_bs,
                               const nq_u8* b, nq_i64 b_rs, nq_i64 b_bs, nq_i64 g,
                               nq_i64 chunk, int tree) {
     $S f;
-    nq_u8 sa[144], sb[292];
+    nq_u8 sa[$LR], sb[$RR];
     ${S}_start(&f);
     for (nq_i64 r = 0; r < g; ++r) {
         const nq_u8* pa = a + r * a_rs;
         const nq_u8* pb = b + r * b_rs;
-        if (a_bs != 1) { for (int k = 0; k < 144; ++k) sa[k] = pa[k * a_bs]; pa = sa; }
-        if (b_bs != 1) { for (int k = 0; k < 292; ++k) sb[k] = pb[k * b_bs]; pb = sb; }
-        ${F}_push(&f, nq_q4k_q8k_record(pa, pb), chunk, tree);
+        if (a_bs != 1) { for (int k = 0; k < $LR; ++k) sa[k] = pa[k * a_bs]; pa = sa; }
+        if (b_bs != 1) { for (int k = 0; k < $RR; ++k) sb[k] = pb[k * b_bs]; pb = sb; }
+        ${F}_push(&f, $REC(pa, pb), chunk, tree);
     }
     return ${F}_finish(&f, chunk, tree, 0.0f);
 }
-""", big=True, S=state, F=f)
+""", big=True, S=state, F=f, LR=pair.lhs.record_bytes, RR=pair.rhs.record_bytes,
+                      REC=pair.c_record)
 
 
-def quantize_record(lib: Library) -> str:
-    """``nq_quantize_record``: one Q8_K record in one thread; 0 or the reason code.
+def quantize_record(lib: Library, target) -> str:
+    """``nq_quantize_record[_<stem>]``: one record of a quantize target in one thread; 0
+    or the reason code.
 
     Values that are not unit-stride, 4-byte aligned f32 and a destination whose
     bytes are not contiguous are staged.
     """
     ld = lib.load(f32)
-    return lib.define("nq_quantize_record", """$FN int $NAME(const nq_u8* v, nq_i64 v_es, nq_u8* out, nq_i64 o_bs) {
-    float sv[256];
-    nq_u8 so[292];
+    suffix = "" if target.stem == "q8k" else f"_{target.stem}"
+    return lib.define("nq_quantize_record" + suffix, """$FN int $NAME(const nq_u8* v, nq_i64 v_es, nq_u8* out, nq_i64 o_bs) {
+    float sv[$N];
+    nq_u8 so[$R];
     const float* pv = (const float*)v;
     nq_u8* po = o_bs == 1 ? out : so;
     int reason;
     if (v_es != 4 || ((nq_u64)v & 3u) != 0u) {
-        for (int k = 0; k < 256; ++k) sv[k] = $LD(v + k * v_es);
+        for (int k = 0; k < $N; ++k) sv[k] = $LD(v + k * v_es);
         pv = sv;
     }
-    reason = nq_q8k_quantize_block(pv, po);
+    reason = $BLOCK(pv, po);
     if (reason == 0 && o_bs != 1)
-        for (int k = 0; k < 292; ++k) out[k * o_bs] = so[k];
+        for (int k = 0; k < $R; ++k) out[k * o_bs] = so[k];
     return reason;
 }
-""", big=True, LD=ld)
+""", big=True, LD=ld, N=target.block_elems, R=target.record_bytes, BLOCK=target.c_block)

@@ -48,7 +48,7 @@ class HostCEmitter(CLikeEmitter):
         from ninfer_ir.backends.clike import library
         parts = [library.PRELUDE]
         if self.quantized:
-            parts.append(library.RECORD_FUNCTIONS)
+            parts += [library.RECORD_FUNCTIONS, library.GGUF_BLOCK_FUNCTIONS]
         parts += [TYPEDEFS, P.fail_helpers("static")]
         return "".join(parts)
 

@@ -8,13 +8,20 @@
   Q4_K field decoding, ``v_b`` of one Q4_K x Q8_K record pair (a scalar path
   and the 8-lane split used on the GPU), a one-thread sequential dot (order
   ``seq``), and the Q8_K block quantizer.
+* :data:`GGUF_BLOCK_FUNCTIONS` -- for every other pair of ``ninfer_ir.quant.PAIRS``
+  its ``float nq_<stem>_record(a, b)`` (``v_b`` of one record pair, byte loads)
+  and for every other quantize target its block quantizer
+  (docs/spec/quantized-gguf.md: the 32-element GGUF schemas).
 
 The CUDA backend adds its warp-cooperative functions and kernels on top
 (``backends/cuda/qkernels.py``); the host C emitter includes just these.
 """
 from __future__ import annotations
 
-__all__ = ["PRELUDE", "RECORD_FUNCTIONS", "host_source"]
+from ninfer_ir.quant import IQ4_NL_VALUES
+from .library_kquants import SOURCE as KQUANT_FUNCTIONS
+
+__all__ = ["PRELUDE", "RECORD_FUNCTIONS", "GGUF_BLOCK_FUNCTIONS", "host_source"]
 
 PRELUDE = r"""
 /* ---- ninfer_ir CUDA prelude: types and exactly-rounded primitives ---- */
@@ -235,6 +242,99 @@ NQ_FN int nq_q8k_quantize_block(const float* v, nq_u8* out) {
 """
 
 
+GGUF_BLOCK_FUNCTIONS = r"""
+/* ---- the 32-element GGUF schemas (docs/spec/quantized-gguf.md) ---- */
+
+NQ_FN float nq_half_at(const nq_u8* p) { return nq_half_to_float(p[0] | ((nq_u32)p[1] << 8)); }
+
+/* v_b of Q4_0 a[18] x Q8_0 b[34]: (f32(S) * d_w) * d_x. */
+NQ_FN float nq_q40_q80_record(const nq_u8* a, const nq_u8* b) {
+    nq_i32 s = 0;
+    for (int k = 0; k < 16; ++k) {
+        s += ((nq_i32)(a[2 + k] & 15u) - 8) * nq_sext8(b[2 + k]);
+        s += ((nq_i32)(a[2 + k] >> 4) - 8) * nq_sext8(b[18 + k]);
+    }
+    return nq_fmul(nq_fmul(nq_i2f(s), nq_half_at(a)), nq_half_at(b));
+}
+
+/* v_b of Q5_0 a[22] x Q8_0 b[34]: (d_w * d_x) * f32(S). */
+NQ_FN float nq_q50_q80_record(const nq_u8* a, const nq_u8* b) {
+    nq_u32 qh = nq_ld_u32_any(a + 2);
+    nq_i32 s = 0;
+    for (int k = 0; k < 16; ++k) {
+        nq_i32 lo = (nq_i32)((a[6 + k] & 15u) | (((qh >> k) & 1u) << 4)) - 16;
+        nq_i32 hi = (nq_i32)((a[6 + k] >> 4) | (((qh >> (k + 16)) & 1u) << 4)) - 16;
+        s += lo * nq_sext8(b[2 + k]) + hi * nq_sext8(b[18 + k]);
+    }
+    return nq_fmul(nq_fmul(nq_half_at(a), nq_half_at(b)), nq_i2f(s));
+}
+
+/* v_b of Q8_0 a[34] x Q8_0 b[34]: f32(S) * (d_w * d_x). */
+NQ_FN float nq_q80_q80_record(const nq_u8* a, const nq_u8* b) {
+    nq_i32 s = 0;
+    for (int k = 0; k < 32; ++k) s += nq_sext8(a[2 + k]) * nq_sext8(b[2 + k]);
+    return nq_fmul(nq_i2f(s), nq_fmul(nq_half_at(a), nq_half_at(b)));
+}
+
+/* v_b of IQ4_NL a[18] x Q8_0 b[34]: (d_w * d_x) * f32(S), w = the index's value. */
+NQ_FN float nq_iq4nl_q80_record(const nq_u8* a, const nq_u8* b) {
+    const nq_i32 values[16] = {$IQ4_NL_VALUES};
+    nq_i32 s = 0;
+    for (int k = 0; k < 16; ++k) {
+        s += values[a[2 + k] & 15u] * nq_sext8(b[2 + k]);
+        s += values[a[2 + k] >> 4] * nq_sext8(b[18 + k]);
+    }
+    return nq_fmul(nq_fmul(nq_half_at(a), nq_half_at(b)), nq_i2f(s));
+}
+
+/* binary16 bits of a positive finite f32, rounded to nearest even (0x7c00 or more:
+   it does not fit). Below 2^-14: d * 2^24 is exact and rounds to the subnormal. */
+NQ_FN nq_u32 nq_half_bits(float d) {
+    nq_u32 bits = nq_bits(d);
+    if (bits < 0x38800000u) return (nq_u32)nq_f2i_rn(nq_fmul(d, 16777216.0f));
+    return ((bits + 0xfffu + ((bits >> 13) & 1u)) >> 13) - (112u << 10);
+}
+
+/* Quantize one block v[32] into out[34] (byte stores, any alignment): 0, or the
+   reason code (1..3) without writing out. q = roundf(x * id), ties away from zero;
+   |x * id| < 127.5 once id is finite (spec section 3). */
+NQ_FN int nq_q80_quantize_block(const float* v, nq_u8* out) {
+    float amax = 0.0f;
+    nq_i32 q[32];
+    nq_u32 h = 0u;
+    for (int i = 0; i < 32; ++i) {
+        if (!nq_isfinite(v[i])) return 1;
+        amax = nq_fabs(v[i]) > amax ? nq_fabs(v[i]) : amax;
+    }
+    float d = nq_fdiv(amax, 127.0f);
+    if (d == 0.0f) {
+        for (int i = 0; i < 32; ++i) q[i] = 0;
+    } else {
+        float id = nq_fdiv(1.0f, d);
+        if (!nq_isfinite(id)) return 2;
+        h = nq_half_bits(d);
+        if (h >= 0x7c00u) return 3;
+        for (int i = 0; i < 32; ++i) {
+            float x = nq_fmul(v[i], id);
+            nq_i32 t = (nq_i32)x;
+            float frac = nq_fabs(nq_fsub(x, nq_i2f(t)));
+            q[i] = t + (frac >= 0.5f ? (x < 0.0f ? -1 : 1) : 0);
+        }
+    }
+    out[0] = (nq_u8)h;
+    out[1] = (nq_u8)(h >> 8);
+    for (int i = 0; i < 32; ++i) out[2 + i] = (nq_u8)q[i];
+    return 0;
+}
+"""
+
+GGUF_BLOCK_FUNCTIONS = GGUF_BLOCK_FUNCTIONS.replace(
+    "$IQ4_NL_VALUES", ", ".join(str(v) for v in IQ4_NL_VALUES))
+
+# The K-quant x Q8_K record functions (docs/spec/quantized-kquants.md) are part of it.
+GGUF_BLOCK_FUNCTIONS += KQUANT_FUNCTIONS
+
+
 def host_source() -> str:
     """What a host C compiler sees: prelude and the record functions."""
-    return PRELUDE + RECORD_FUNCTIONS
+    return PRELUDE + RECORD_FUNCTIONS + GGUF_BLOCK_FUNCTIONS

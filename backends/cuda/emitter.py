@@ -33,6 +33,7 @@ from ninfer_ir.sumorder import SumOrder
 
 from ninfer_ir.backends.clike import folds
 from ninfer_ir.backends.clike.emitter import CLikeEmitter, Emitted
+from ninfer_ir.backends.clike.library import GGUF_BLOCK_FUNCTIONS
 from ninfer_ir.backends.clike.plan import CTL_LOCK, fail_helpers
 from ninfer_ir.backends.clike.scalars import TYPEDEFS
 
@@ -68,7 +69,7 @@ class CudaEmitter(CLikeEmitter):
         from . import qkernels
         parts = [qkernels.PRELUDE]
         if self.quantized:
-            parts += [qkernels.RECORD_FUNCTIONS, qkernels.WARP_FUNCTIONS]
+            parts += [qkernels.RECORD_FUNCTIONS, GGUF_BLOCK_FUNCTIONS, qkernels.WARP_FUNCTIONS]
         parts += [TYPEDEFS, "#pragma nv_diag_suppress 550\n",
                   fail_helpers("static __device__ __noinline__", _LOCK)]
         return "".join(parts)
@@ -119,10 +120,14 @@ class CudaEmitter(CLikeEmitter):
         order = SumOrder.parse(op.attrs.get("order", "seq"))
         self.plan.notes.append(f"quantized_dot %{op.result.name_hint or ''} in {self.unit.name}: "
                                f"one warp per dot, records summed in the declared order {order}")
-        return qdot_warp(self.lib)
+        if op.pair.stem == "q4k_q8k":
+            return qdot_warp(self.lib)
+        return qdot_warp_records(self.lib, op.pair)
 
-    def quantize_record_fn(self) -> str:
-        return quantize_record_warp(self.lib)
+    def quantize_record_fn(self, op) -> str:
+        if op.target.stem == "q8k":
+            return quantize_record_warp(self.lib)
+        return quantize_record_lane0(self.lib, op.target)
 
 
 def qdot_warp(lib) -> str:
@@ -170,6 +175,60 @@ def qdot_warp(lib) -> str:
     return ${F}_finish(&f, chunk, tree, 0.0f);
 }
 """, big=True, S=state, F=f)
+
+
+def qdot_warp_records(lib, pair) -> str:
+    """``nq_qdot_warp_<stem>``: one quantized dot of any pair by a whole warp: lane l
+    computes record ``base + l`` (``pair.c_record``), then the values are pushed into
+    the declared order's fold in record order."""
+    state, f = folds.fold(lib, _f32(), "add")
+    return lib.define("nq_qdot_warp" + folds.pair_suffix(pair), """$FN float $NAME(const nq_u8* a, nq_i64 a_rs, nq_i64 a_bs,
+                            const nq_u8* b, nq_i64 b_rs, nq_i64 b_bs, nq_i64 g,
+                            nq_i64 chunk, int tree) {
+    const int lane = (int)(threadIdx.x & 31u);
+    nq_u8 sa[$LR], sb[$RR];
+    $S f;
+    ${S}_start(&f);
+    for (nq_i64 base = 0; base < g; base += 32) {
+        const nq_i64 rec = base + lane;
+        float v = 0.0f;
+        if (rec < g) {
+            const nq_u8* pa = a + rec * a_rs;
+            const nq_u8* pb = b + rec * b_rs;
+            if (a_bs != 1) { for (int k = 0; k < $LR; ++k) sa[k] = pa[k * a_bs]; pa = sa; }
+            if (b_bs != 1) { for (int k = 0; k < $RR; ++k) sb[k] = pb[k * b_bs]; pb = sb; }
+            v = $REC(pa, pb);
+        }
+        for (int q = 0; q < 32; ++q) {
+            const float vq = __shfl_sync(NQ_FULL_MASK, v, q);
+            if (base + q < g) ${F}_push(&f, vq, chunk, tree);
+        }
+    }
+    return ${F}_finish(&f, chunk, tree, 0.0f);
+}
+""", big=True, S=state, F=f, LR=pair.lhs.record_bytes, RR=pair.rhs.record_bytes,
+                      REC=pair.c_record)
+
+
+def quantize_record_lane0(lib, target) -> str:
+    """``nq_quantize_record_warp_<stem>``: one record of a quantize target, computed by
+    lane 0 of the warp (``target.c_block``); every lane returns the reason."""
+    ld = lib.load(_f32())
+    return lib.define(f"nq_quantize_record_warp_{target.stem}", """$FN int $NAME(const nq_u8* v, nq_i64 v_es, nq_u8* out, nq_i64 o_bs) {
+    float sv[$N];
+    nq_u8 so[$R];
+    int reason = 0;
+    if ((threadIdx.x & 31u) == 0u) {
+        for (int k = 0; k < $N; ++k) sv[k] = $LD(v + k * v_es);
+        reason = $BLOCK(sv, so);
+        if (reason == 0)
+            for (int k = 0; k < $R; ++k) out[k * o_bs] = so[k];
+    }
+    reason = __shfl_sync(NQ_FULL_MASK, reason, 0);
+    __syncwarp();
+    return reason;
+}
+""", big=True, LD=ld, N=target.block_elems, R=target.record_bytes, BLOCK=target.c_block)
 
 
 def quantize_record_warp(lib) -> str:

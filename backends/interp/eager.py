@@ -19,7 +19,7 @@ from ninfer_ir.errors import VerifyError
 from ninfer_ir.numerics import quantized, semantics
 from ninfer_ir.numerics.decode import check_row, decode_row
 from ninfer_ir.numerics.folds import dot_values, reduce_values
-from ninfer_ir.quant import QuantSchema, q4_k, q8_k
+from ninfer_ir.quant import QUANTIZE_TARGETS, QuantSchema, dot_pair, pairs_text
 from ninfer_ir.sumorder import SumOrder
 from ninfer_ir.types import (BufferType, ScalarType, ShapedType, bool_, f32, f64, from_numpy,
                              i64)
@@ -46,14 +46,13 @@ def _fail(op: str, message: str) -> VerifyError:
     return VerifyError(f"'{op}': {message}")
 
 
-def _format(op: str, key: str, val, want: QuantSchema) -> None:
+def _format(op: str, key: str, val) -> QuantSchema:
     if val is None:
         raise _fail(op, f"missing attribute '{key}'")
     if not isinstance(val, QuantSchema):
         raise _fail(op, f"attribute '{key}' must be a quant schema (I.quant.*), "
                         f"got {_describe(val)}")
-    if val is not want:
-        raise _fail(op, f"attribute '{key}' must be {want}, got {val}")
+    return val
 
 
 def _order(op: str, order) -> SumOrder:
@@ -96,20 +95,29 @@ def _source_dtype(op: str, x: np.ndarray, src) -> ScalarType:
 # --- the eager calls ---------------------------------------------------------------
 
 def quantize(values, format=None) -> np.ndarray:
-    """``I.quantize(values, format=I.quant.q8_k)``: f32 ``[G,256]`` -> new u8 ``[G,292]``."""
-    _format("quantize", "format", format, q8_k)
-    return quantized.quantize_q8k(values)
+    """``I.quantize(values, format=I.quant.q8_k)``: f32 ``[G,256]`` -> new u8 ``[G,292]``
+    (``I.quant.q8_0``: f32 ``[G,32]`` -> u8 ``[G,34]``)."""
+    fmt = _format("quantize", "format", format)
+    if fmt not in QUANTIZE_TARGETS:
+        raise _fail("quantize", f"attribute 'format' must be a quantize target "
+                                f"({', '.join(str(s) for s in QUANTIZE_TARGETS)}), got {fmt}")
+    return quantized.quantize(values, fmt)
 
 
 def quantized_dot(lhs, rhs, lhs_format=None, rhs_format=None, acc_dtype=None,
                   order="seq") -> np.ndarray:
-    """Q4_K u8 ``[G,144]`` x Q8_K u8 ``[G,292]`` -> rank-0 f32, summed in ``order``."""
-    _format("quantized_dot", "lhs_format", lhs_format, q4_k)
-    _format("quantized_dot", "rhs_format", rhs_format, q8_k)
+    """Records of a pair of the table (e.g. Q4_K u8 ``[G,144]`` x Q8_K u8 ``[G,292]``)
+    -> rank-0 f32, summed in ``order``."""
+    lf = _format("quantized_dot", "lhs_format", lhs_format)
+    rf = _format("quantized_dot", "rhs_format", rhs_format)
+    pair = dot_pair(lf, rf)
+    if pair is None:
+        raise _fail("quantized_dot", f"lhs_format x rhs_format must be a pair of the table "
+                                     f"({pairs_text()}), got {lf} x {rf}")
     acc = _dtype_attr("quantized_dot", "acc_dtype", acc_dtype)
     if acc is not f32:
         raise _fail("quantized_dot", f"acc_dtype must be f32, got {acc}")
-    return quantized.quantized_dot_q4k_q8k(lhs, rhs, order=_order("quantized_dot", order))
+    return quantized.quantized_dot(lhs, rhs, pair, order=_order("quantized_dot", order))
 
 
 def dot(lhs, rhs, order="seq") -> np.ndarray:

@@ -351,10 +351,6 @@ def _dot(run, step, vals):
     return dot_values(a, b, t, order)
 
 
-def _prep_order(op):
-    return op.order
-
-
 def _prep_fold(op):
     return _prep_dtype(op), op.order
 
@@ -365,17 +361,18 @@ def _records_match(op, a, b, what):
 
 
 def _quantize(run, step, vals):
-    return quantized.quantize_q8k(vals[0])
+    return quantized.quantize(vals[0], step.data.schema)
 
 
 def _quantize_into(run, step, vals):
     values, dst = vals[0], vals[1]
     _records_match(step.op, values, dst, "values and destination")
+    schema = step.data.schema
     try:
-        records = quantized.quantize_q8k(values)
+        records = quantized.quantize(values, schema)
     except DomainError as e:
         if len(vals) == 3 and e.record is not None:
-            raise quantized.domain_error(int(vals[2]) + e.record, e.reason) from None
+            raise quantized.domain_error(int(vals[2]) + e.record, e.reason, schema) from None
         raise
     dst[...] = records
 
@@ -383,7 +380,16 @@ def _quantize_into(run, step, vals):
 def _quantized_dot(run, step, vals):
     lhs, rhs = vals
     _records_match(step.op, lhs, rhs, "lhs and rhs")
-    return quantized.quantized_dot_q4k_q8k(lhs, rhs, order=step.data)
+    pair, order = step.data
+    return quantized.quantized_dot(lhs, rhs, pair, order)
+
+
+def _prep_pair(op):
+    return op.pair, op.order
+
+
+def _prep_target(op):
+    return op.target
 
 
 def _decode(run, step, vals):
@@ -448,7 +454,8 @@ RULES = MappingProxyType(_RULES)
 _PREPARE = {cls: _prep_dtype for cls in O.ELEMENTWISE}
 _PREPARE.update({O.ReduceOp: _prep_fold, O.DotOp: _prep_fold, O.ConstantOp: _prep_constant,
                  O.ConstantTensorOp: lambda op: op.value.array,
-                 O.QuantizedDotOp: _prep_order})
+                 O.QuantizedDotOp: _prep_pair, O.QuantizeOp: _prep_target,
+                 O.QuantizeIntoOp: _prep_target})
 
 
 # --- entry point --------------------------------------------------------------------

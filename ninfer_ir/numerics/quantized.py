@@ -1,5 +1,10 @@
-"""The bit-exact numpy oracle of the two closed quantized ops (spec: quantized-ops.md).
+"""The bit-exact numpy oracle of the closed quantized ops (spec: quantized-ops.md, and
+docs/spec/quantized-gguf.md for the 32-element schemas).
 
+``quantize(values, schema)``  every target of ``quant.QUANTIZE_TARGETS``
+``quantized_dot(lhs, rhs, pair, order)`` / ``quantized_dot_rows``
+                              every pair of ``quant.PAIRS``: the fold of the pair's
+                              record values ``v_b`` (its ``values_<stem>`` oracle)
 ``quantize_q8k``            f32[G,256]            -> u8[G,292]   (spec §4)
 ``quantized_dot_q4k_q8k``   u8[G,144], u8[G,292]  -> f32[]       (spec §3)
 
@@ -15,19 +20,22 @@ into the same ``DomainError`` with ``domain_error``.
 """
 from __future__ import annotations
 
+import importlib
+from functools import lru_cache
 from types import MappingProxyType
 
 import numpy as np
 
 from ..errors import DomainError, VerifyError
-from ..quant import q4_k, q8_k
+from ..quant import PAIRS, QUANTIZE_TARGETS, DotPair, pairs_text, q4_k, q8_k
 from ..sumorder import SEQ, SumOrder
 
 __all__ = [
     "REASON_NONFINITE_INPUT", "REASON_INVERSE_NOT_FINITE", "REASON_DS_NOT_FINITE",
     "REASON_SCALED_NOT_FINITE", "REASON_TEXT", "domain_error",
     "quantize_q8k", "q4k_fields", "q8k_fields", "record_values",
-    "quantized_dot_q4k_q8k", "quantized_dot_rows",
+    "quantized_dot_q4k_q8k", "quantized_dot_rows", "quantize", "quantized_dot",
+    "pair_values", "values_q4k_q8k", "oracle",
 ]
 
 # --- domain errors of quantize ---------------------------------------------
@@ -45,16 +53,24 @@ REASON_TEXT = MappingProxyType({
 })
 
 
-def domain_error(block: int, reason: int) -> DomainError:
-    """The canonical ``DomainError`` for quantize failing on ``block`` with ``reason``.
+@lru_cache(maxsize=None)
+def oracle(name: str):
+    """The numerics function ``"<module>.<function>"`` (a name of the pair/target tables)."""
+    module, _, fn = name.rpartition(".")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), fn)
 
-    Message: ``"quantize q8_k: record <block>: <reason text>"``. The error also
+
+def domain_error(block: int, reason: int, schema=q8_k) -> DomainError:
+    """The canonical ``DomainError`` for quantize to ``schema`` failing on ``block``.
+
+    Message: ``"quantize <schema>: record <block>: <reason text>"``. The error also
     carries ``.record == block`` and ``.reason == reason``.
     """
     block = int(block)
     reason = int(reason)
-    text = REASON_TEXT.get(reason, f"domain error (unknown reason code {reason})")
-    err = DomainError(f"quantize {q8_k.name}: record {block}: {text}", record=block)
+    texts = oracle(QUANTIZE_TARGETS[schema].oracle).__globals__["REASON_TEXT"]
+    text = texts.get(reason, f"domain error (unknown reason code {reason})")
+    err = DomainError(f"quantize {schema.name}: record {block}: {text}", record=block)
     err.reason = reason
     return err
 
@@ -244,9 +260,14 @@ def _values(lhs: np.ndarray, rhs: _Q8Prepared) -> np.ndarray:
         return np.multiply(rhs.ds, diff, dtype=np.float32)
 
 
-def _check_pair(op: str, lhs, rhs, lead: str = "G") -> None:
-    _check_records(op, "lhs", lhs, q4_k, lead)
-    _check_records(op, "rhs", rhs, q8_k)
+def values_q4k_q8k(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """v_b (f32 ``[..., G]``) of Q4_K records ``[..., G, 144]`` and Q8_K ``[G, 292]``."""
+    return _values(lhs, _Q8Prepared(rhs))
+
+
+def _check_pair(op: str, lhs, rhs, lead: str = "G", pair: DotPair = PAIRS[q4_k, q8_k]) -> None:
+    _check_records(op, "lhs", lhs, pair.lhs, lead)
+    _check_records(op, "rhs", rhs, pair.rhs)
     if lhs.shape[-2] != rhs.shape[0]:
         raise VerifyError(f"{op}: lhs and rhs must hold the same number of records G, "
                           f"got {lhs.shape[-2]} and {rhs.shape[0]}")
@@ -267,33 +288,59 @@ def quantized_dot_q4k_q8k(lhs: np.ndarray, rhs: np.ndarray,
     Returns a rank-0 f32 array: the ``v_b`` summed in ``order`` (a ``SumOrder``
     or its text). ``G == 0`` gives ``+0.0`` without reading the inputs.
     """
-    order = SumOrder.coerce(order)
-    _check_pair("quantized_dot", lhs, rhs)
-    if lhs.shape[0] == 0:
-        return np.zeros((), dtype=np.float32)
-    v = _values(lhs, _Q8Prepared(rhs))
-    return np.asarray(order.evaluate(v), dtype=np.float32).reshape(())
+    return quantized_dot(lhs, rhs, PAIRS[q4_k, q8_k], order)
 
 
 _ROW_BLOCK_RECORDS = 1 << 16    # records per chunk of rows in quantized_dot_rows
 
 
-def quantized_dot_rows(lhs: np.ndarray, rhs: np.ndarray,
-                       order: SumOrder | str = SEQ) -> np.ndarray:
-    """One quantized dot per row: u8 ``[N,G,144]`` x u8 ``[G,292]`` -> f32 ``[N]``.
+def quantized_dot_rows(lhs: np.ndarray, rhs: np.ndarray, order: SumOrder | str = SEQ,
+                       pair: DotPair = PAIRS[q4_k, q8_k]) -> np.ndarray:
+    """One quantized dot per row: u8 ``[N,G,R]`` x u8 ``[G,R']`` -> f32 ``[N]``.
 
-    Row n equals ``quantized_dot_q4k_q8k(lhs[n], rhs, order)`` bit for bit; the
-    Q8_K side is decoded once.
+    Row n equals ``quantized_dot(lhs[n], rhs, pair, order)`` bit for bit.
     """
     order = SumOrder.coerce(order)
-    _check_pair("quantized_dot_rows", lhs, rhs, lead="N,G")
+    _check_pair("quantized_dot_rows", lhs, rhs, lead="N,G", pair=pair)
     n_rows, g = lhs.shape[0], lhs.shape[1]
     out = np.zeros(n_rows, dtype=np.float32)
     if n_rows == 0 or g == 0:
         return out
-    prepared = _Q8Prepared(rhs)
+    values = pair_values(pair)
     step = max(1, _ROW_BLOCK_RECORDS // g)
     for start in range(0, n_rows, step):
         stop = min(n_rows, start + step)
-        out[start:stop] = order.evaluate_rows(_values(lhs[start:stop], prepared))
+        out[start:stop] = order.evaluate_rows(values(lhs[start:stop], rhs))
     return out
+
+
+# --- every pair and target of the closed tables ---------------------------------------------
+
+def pair_values(pair: DotPair):
+    """The pair's record-value oracle ``values_<stem>(lhs[..., G, R], rhs[G, R']) -> f32[..., G]``."""
+    return oracle(f"{pair.oracle_module}.{pair.oracle}")
+
+
+def quantize(values: np.ndarray, schema=q8_k) -> np.ndarray:
+    """``quantize(values, format=schema)`` for every target of ``QUANTIZE_TARGETS``."""
+    target = QUANTIZE_TARGETS.get(schema)
+    if target is None:
+        raise VerifyError(f"quantize: format must be one of "
+                          f"{', '.join(s.name for s in QUANTIZE_TARGETS)}, got {schema}")
+    return oracle(target.oracle)(values)
+
+
+def quantized_dot(lhs: np.ndarray, rhs: np.ndarray, pair: DotPair = PAIRS[q4_k, q8_k],
+                  order: SumOrder | str = SEQ) -> np.ndarray:
+    """The quantized dot of a pair of the table: rank-0 f32, the ``v_b`` folded in
+    ``order``; ``G == 0`` gives ``+0.0`` without reading the inputs."""
+    if not isinstance(pair, DotPair):
+        raise VerifyError(f"quantized_dot: the formats must be a pair of the table "
+                          f"({pairs_text()}), got {pair}")
+    order = SumOrder.coerce(order)
+    _check_pair("quantized_dot", lhs, rhs, pair=pair)
+    if lhs.shape[0] == 0:
+        return np.zeros((), dtype=np.float32)
+    v = pair_values(pair)(lhs, rhs)
+    return np.asarray(order.evaluate(v), dtype=np.float32).reshape(())
+

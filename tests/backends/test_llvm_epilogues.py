@@ -147,7 +147,7 @@ def cache(tmp_path_factory):
 @pytest.fixture
 def split(monkeypatch):
     """Any row loop of the tests is worth threads (its rows still must be independent)."""
-    monkeypatch.setattr(records, "ROWS_PARALLEL_RECORDS", 1)
+    monkeypatch.setattr(records, "ROWS_PARALLEL_ELEMENTS", 1)
     monkeypatch.setattr(qdecode, "ROWS_PARALLEL_ELEMENTS", 1)
 
 

@@ -257,9 +257,3 @@ def test_the_emitter_refuses_a_kernel_call_whose_loop_the_kernel_does_not_comput
                                             "indices without the row %n"):
         compile_module(I.parse(text))
 
-
-def test_the_rows_kernel_comes_from_the_pair_of_schemas(monkeypatch):
-    from ninfer_ir import library
-    monkeypatch.setattr(library, "QUANTIZED_ROWS", {})
-    _, report = _stages(gemv_bias)
-    assert report.remarks[0].reason == "no rows kernel computes quantized_dot for q4_k x q8_k"

@@ -229,8 +229,9 @@ def lower_module(module: Module, *, isa: str | None = None, bounds_checks: bool 
     llmod.triple = target.triple
     options = {"bounds_checks": bounds_checks, "isa": isa, "strides": strides,
                "table": lowerings(), "legalized_away": LEGALIZED_AWAY}
-    if any(isinstance(op, (O.QuantizeIntoOp, O.QuantizedDotOp)) for op in module.walk()):
-        add_quantized_library(llmod, isa)
+    quantized = [op for op in module.walk() if isinstance(op, (O.QuantizeIntoOp, O.QuantizedDotOp))]
+    if quantized:
+        add_quantized_library(llmod, isa, quantized)
     kernels = {f.sym_name: _emit_func(llmod, f, options) for f in module.funcs}
     add_half_builtins(llmod, isa)
     return Lowered(llmod, kernels, isa, strides)

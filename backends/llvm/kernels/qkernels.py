@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import importlib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import llvmlite.ir as ir
 
+from ninfer_ir.numerics import quantized_kquants
+from ninfer_ir.quant import PAIRS, QUANTIZE_TARGETS, DotPair, q4_k, q8_k
 from ninfer_ir.backends.llvm.runtime.jit import ISA_LEVELS, JITModule, host_target
 from ninfer_ir.backends.llvm.kernels.qdot import DOT, DOT_ROWS, add_dot_simple, add_rows_simple
 from ninfer_ir.backends.llvm.kernels.qdot_vnni import add_dot_vnni, add_rows_vnni
@@ -90,6 +93,44 @@ def add_q4k_q8k_dot(module: ir.Module, isa: str, gfni: bool | None = None) -> ir
     return add_dot_simple(module, isa)
 
 
+def add_rows(module: ir.Module, isa: str, pair: DotPair, gfni: bool | None = None):
+    """The pair-table entry point for Q4_K x Q8_K (``ninfer_q4k_q8k_dot_rows``)."""
+    assert pair is PAIRS[q4_k, q8_k]
+    return add_q4k_q8k_dot_rows(module, isa, gfni)
+
+
+def add_dot(module: ir.Module, isa: str, pair: DotPair, gfni: bool | None = None):
+    """The pair-table entry point for Q4_K x Q8_K (``ninfer_q4k_q8k_dot``)."""
+    assert pair is PAIRS[q4_k, q8_k]
+    return add_q4k_q8k_dot(module, isa, gfni)
+
+
+def _kernels_module(name: str):
+    return importlib.import_module(f"{__package__}.{name}")
+
+
+def add_kernels_for(module: ir.Module, isa: str, pairs=(), targets=()) -> dict[str, ir.Function]:
+    """Add the kernels of the given dot pairs (dot and rows) and quantize targets of the
+    closed tables, each from the module the table names; returns them by name."""
+    _check_isa(isa)
+    out = {}
+    for target in targets:
+        out[target.cpu] = _kernels_module(target.cpu_module).add_quantize(module, isa)
+    for pair in pairs:
+        kernels = _kernels_module(pair.cpu_module)
+        out[pair.cpu_rows] = kernels.add_rows(module, isa, pair)
+        out[pair.cpu_dot] = kernels.add_dot(module, isa, pair)
+    return out
+
+
+def table_signatures(pairs=(), targets=()) -> dict:
+    """ctypes signatures of the kernels ``add_kernels_for`` adds."""
+    sig = {t.cpu: SIGNATURES[QUANTIZE] for t in targets}
+    for p in pairs:
+        sig[p.cpu_rows], sig[p.cpu_dot] = SIGNATURES[DOT_ROWS], SIGNATURES[DOT]
+    return sig
+
+
 def add_quant_kernels(module: ir.Module, isa: str,
                       gfni: bool | None = None) -> dict[str, ir.Function]:
     """Add all three exported kernels for ``isa``; returns them by name.
@@ -137,9 +178,11 @@ def generator_digest() -> str:
     """sha256 over the source of the modules that generate the kernels' IR."""
     h = hashlib.sha256()
     here = Path(__file__).resolve().parent
-    for name in ("qkernels.py", "qir.py", "qquantize.py", "qdot.py", "qdot_vnni.py"):
+    for name in ("qkernels.py", "qir.py", "qquantize.py", "qdot.py", "qdot_vnni.py",
+                 "qdot_blocks.py", "qquantize_q80.py", "qdot_kquants.py"):
         h.update(name.encode())
         h.update((here / name).read_bytes())
+    h.update(Path(quantized_kquants.__file__).read_bytes())    # the K-quant layouts
     return h.hexdigest()
 
 
@@ -158,3 +201,21 @@ def load_kernels(isa: str | None = None, *, gfni: bool | None = None, cache_dir=
                                f"{generator_digest()}")
     fns = {name: jit.get(name, *SIGNATURES[name]) for name in SIGNATURES}
     return QuantKernels(jit, fns[QUANTIZE], fns[DOT], fns[DOT_ROWS], use_gfni)
+
+
+def load_table_kernels(isa: str | None = None, pairs=None, targets=None, *, cache_dir=None,
+                       use_cache: bool = True) -> dict:
+    """Compile the kernels of ``pairs`` and ``targets`` (default: every entry of the
+    tables) for ``isa``; returns ctypes functions by exported name."""
+    pairs = tuple(PAIRS.values() if pairs is None else pairs)
+    targets = tuple(QUANTIZE_TARGETS.values() if targets is None else targets)
+    target = host_target(isa)
+
+    def build():
+        module = ir.Module(name=f"ninfer_table_kernels_{target.isa}")
+        add_kernels_for(module, target.isa, pairs, targets)
+        return module
+    names = "/".join([t.stem for t in targets] + [p.stem for p in pairs])
+    jit = JITModule(build, target=target, cache_dir=cache_dir, use_cache=use_cache,
+                    key_source=f"ninfer_table_kernels/{target.isa}/{names}/{generator_digest()}")
+    return {name: jit.get(name, *sig) for name, sig in table_signatures(pairs, targets).items()}

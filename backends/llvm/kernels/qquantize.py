@@ -172,3 +172,6 @@ def _store_zero_record(b, rec) -> None:
         store(b, z64, rec, off)
     store(b, zero(vec(I8, 32)), rec, 256)
     store(b, zero(I32), rec, 288)
+
+
+add_quantize = add_q8k_quantize     # the name the quantize-target table looks up

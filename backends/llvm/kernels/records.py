@@ -1,9 +1,9 @@
 """The quantized ops in the CPU emitter: ``quantize_into`` and ``quantized_dot`` call the
 hand-written kernels of ``qkernels``; ``RecordRows`` is the row dot
 ``quantized_dot(w[n], xq)`` of a row loop the ``select`` pass put in a
-``kernel_call {kernel = "q4k_q8k_dot_rows"}``, computed by ``ninfer_q4k_q8k_dot_rows``
-(the GEMV fast path) a block of rows at a time (``rows.RowsCall`` drives it and runs
-the loop's epilogue).
+``kernel_call {kernel = "<stem>_dot_rows"}``, computed by the rows kernel of the dot's
+pair (``pair.cpu_rows``, the GEMV fast path) a block of rows at a time
+(``rows.RowsCall`` drives it and runs the loop's epilogue).
 
 Layout needs of the kernels, checked at run time: the bytes of a record contiguous
 (last stride 1); for quantize, the 256 floats of a row contiguous (last stride 4),
@@ -18,41 +18,38 @@ The rows kernel is called when every row index is in range, the record counts ag
 and the records are contiguous; otherwise the ordinary loop runs and reports the
 interpreter's error at the right iteration. Results are identical: the rows kernel
 computes each row exactly as the single dot does. A row loop of at least
-``ROWS_PARALLEL_RECORDS`` records whose rows are independent is split over the thread
-pool like a parallel loop, even when not marked parallel.
+``ROWS_PARALLEL_ELEMENTS`` logical elements whose rows are independent is split over the
+thread pool like a parallel loop, even when not marked parallel.
 """
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
 from ninfer_ir.alias import is_alloc, is_input, may_alias, root
-from ninfer_ir.quant import q4_k, q8_k
+from ninfer_ir import ops as O
 from ninfer_ir.sumorder import SumOrder
 
 from ninfer_ir.backends.llvm.gen.emitter import Reg, i64c
 from ninfer_ir.backends.llvm.gen.folds import ordered_fold
 from ninfer_ir.backends.llvm.gen.memory import copy_grid, disjoint
-from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
+from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard, quantize_tag
 
 __all__ = ["add_quantized_library", "lower_quantize_into", "lower_quantized_dot",
            "RecordRows"]
 
 F32 = ir.FloatType()
-QUANTIZE = "ninfer_q8k_quantize"
-DOT = "ninfer_q4k_q8k_dot"
-DOT_ROWS = "ninfer_q4k_q8k_dot_rows"
-_BLOCK = q8_k.block_elems
 _LIMIT = 1 << 40          # records; more than any array can hold
-ROWS_PARALLEL_RECORDS = 8192   # a row loop this large runs on the pool (about 50 us of work)
-#: rows kernel of ``ninfer_ir.library.QUANTIZED_ROWS`` -> the function that computes it
-ROWS_FUNCTIONS = {"q4k_q8k_dot_rows": DOT_ROWS}
+ROWS_PARALLEL_ELEMENTS = 8192 * 256   # a row loop this large runs on the pool (~50 us of work)
 
 
-def add_quantized_library(module: ir.Module, isa: str) -> None:
-    """Add the three kernels of ``qkernels`` for ``isa`` to ``module``."""
-    from ninfer_ir.backends.llvm.kernels.qkernels import add_quant_kernels
-    kernels = add_quant_kernels(module, isa)
-    assert set(kernels) == {QUANTIZE, DOT, DOT_ROWS}
+def add_quantized_library(module: ir.Module, isa: str, ops) -> None:
+    """Add to ``module`` the kernels (for ``isa``) of the quantize targets and dot pairs
+    the quantized ops ``ops`` use, as the tables of ``ninfer_ir.quant`` name them."""
+    from ninfer_ir.backends.llvm.kernels.qkernels import add_kernels_for
+    pairs = {op.pair for op in ops if isinstance(op, O.QuantizedDotOp)}
+    targets = {op.target for op in ops if isinstance(op, O.QuantizeIntoOp)}
+    add_kernels_for(module, isa, sorted(pairs, key=lambda p: p.stem),
+                    sorted(targets, key=lambda t: t.stem))
 
 
 def _merge(e, direct, stage, names):
@@ -96,17 +93,18 @@ def lower_quantize_into(e, op):
     g = src.shape[0]
     _records_guard(e, op, "values and destination", g, dst.shape[0])
     (s0, s1), (d0, d1) = src.byte_strides(b), dst.strides
-    rec = q8_k.record_bytes
+    target = op.target
+    rec, block = target.record_bytes, target.block_elems
     src_ok = b.and_(b.and_(b.icmp_signed("==", s1, i64c(4)),
                            b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0))),
                     _apart(e, op.operands[1], op.operands[0]))
     slots = []
 
     def stage_src():
-        tmp, slot = _scratch(e, g, 4 * _BLOCK)
+        tmp, slot = _scratch(e, g, 4 * block)
         slots.append(slot)
-        copy_grid(e, src.ptr, s0, s1, tmp, i64c(4 * _BLOCK), i64c(4), g, _BLOCK, 4)
-        return [tmp, i64c(_BLOCK)]
+        copy_grid(e, src.ptr, s0, s1, tmp, i64c(4 * block), i64c(4), g, block, 4)
+        return [tmp, i64c(block)]
     vp, vstride = _merge(e, src_ok, stage_src, [src.ptr, b.sdiv(s0, i64c(4))])
 
     def stage_dst():
@@ -117,16 +115,19 @@ def lower_quantize_into(e, op):
     dst_ok = b.icmp_signed("==", d1, i64c(1)) if fresh else ir.Constant(ir.IntType(1), 0)
     dp, dstride, staged = _merge(e, dst_ok, stage_dst,
                                  [dst.ptr, d0, ir.Constant(ir.IntType(1), 0)])
-    fn = e.module.globals[QUANTIZE]
+    fn = e.module.globals[target.cpu]
     status = b.call(fn, [b.bitcast(vp, F32.as_pointer()), vstride, g, dp, dstride])
     with b.if_then(b.and_(staged, b.icmp_signed("==", status, i64c(0)))):
         copy_grid(e, dp, i64c(rec), i64c(1), dst.ptr, d0, d1, g, rec, 1)
     for slot in slots:
         e.free_slot(slot)
-    if len(op.operands) == 3:     # records numbered from a base: status = record*8 + reason
-        base = e.value(op.operands[2])
+    # status = (record + base + the target's tag) * 8 + reason (backends/abi.py)
+    offset = i64c(quantize_tag(target))
+    if len(op.operands) == 3:     # records numbered from a base
+        offset = b.add(offset, e.value(op.operands[2]))
+    if len(op.operands) == 3 or quantize_tag(target):
         status = b.select(b.icmp_signed("==", status, i64c(0)), status,
-                          b.add(status, b.mul(base, i64c(8))))
+                          b.add(status, b.mul(offset, i64c(8))))
     e.fail_if(b.icmp_signed("!=", status, i64c(0)), status)
 
 
@@ -137,7 +138,8 @@ def _record_operands(e, op):
     g = lhs.shape[0]
     _records_guard(e, op, "lhs and rhs", g, rhs.shape[0])
     (l0, l1), (r0, r1) = lhs.strides, rhs.strides
-    lrec, rrec = q4_k.record_bytes, q8_k.record_bytes
+    pair = op.pair
+    lrec, rrec = pair.lhs.record_bytes, pair.rhs.record_bytes
     direct = b.and_(b.icmp_signed("==", l1, i64c(1)), b.icmp_signed("==", r1, i64c(1)))
     slot_box = []
 
@@ -155,7 +157,7 @@ def _record_operands(e, op):
 def lower_quantized_dot(e, op):
     b = e.b
     (lp, ls, rp, rs, g), slot = _record_operands(e, op)
-    dot = e.module.globals[DOT]
+    dot = e.module.globals[op.pair.cpu_dot]
     order = SumOrder.parse(op.attrs.get("order", "seq"))
     if order.chunk is None and not order.tree:
         value = b.call(dot, [lp, ls, rp, rs, g])
@@ -191,9 +193,11 @@ class RecordRows:
         return e.value(w), e.value(xq)
 
     def big(self, e, n):
-        """i1: ``n`` rows hold enough records to gain from threads."""
+        """i1: ``n`` rows hold enough logical elements to gain from threads."""
+        b = e.b
         g = self._operands(e)[0].shape[1]
-        return e.b.icmp_signed(">=", e.b.mul(n, g), i64c(ROWS_PARALLEL_RECORDS))
+        elements = b.mul(b.mul(n, g), i64c(self.part.op.pair.block_elems))
+        return b.icmp_signed(">=", elements, i64c(ROWS_PARALLEL_ELEMENTS))
 
     def conditions(self, e, first, last):
         """i1s under which no row of ``[first, last)`` fails and the kernel reads the
@@ -210,6 +214,6 @@ class RecordRows:
         b = e.b
         w, x = self._operands(e)
         wp = b.gep(w.ptr, [b.mul(first, w.strides[0])])
-        fn = e.module.globals[ROWS_FUNCTIONS[self.part.kernel]]
+        fn = e.module.globals[self.part.op.pair.cpu_rows]
         b.call(fn, [wp, w.strides[0], w.strides[1], x.ptr, x.strides[0], w.shape[1], rows,
                     out, i64c(1)])
