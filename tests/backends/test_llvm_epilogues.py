@@ -10,7 +10,9 @@ import pytest
 import ninfer_ir as I
 from ninfer_ir.backends.abi import REASON_NO_MEMORY
 from ninfer_ir.backends.llvm.kernels import qdecode, records, rows
+from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
 from ninfer_ir.passes import lower
+from ninfer_ir.quant import PAIRS
 from tests.decode.decode_kernels import Q4, packed_inputs
 from tests.kernels import normal, q4k_records
 
@@ -358,7 +360,6 @@ def test_the_thread_split_is_taken_only_for_independent_rows(split, tmp_path, mo
     """The loop goes to the pool (the Python one here, to see it) when its rows are
     independent: not when an output overlaps what another row reads, nor when a check
     may stop the loop midway."""
-    from ninfer_ir.backends.llvm.runtime.launcher import CompiledKernel
     from ninfer_ir.backends.llvm.runtime.threads import Pool
     pooled = []
     run = Pool.run
@@ -384,3 +385,46 @@ def test_the_thread_split_is_taken_only_for_independent_rows(split, tmp_path, mo
         compiled(*args)
         assert args[-1].tobytes() == want[-1].tobytes()
         assert pooled == ([n] if split_expected else []), kernel
+
+
+PAIR_GEMV = """func @f(%w: tensor<u8[N,G,LR]>, %x: tensor<f32[G,B]>, %b: tensor<f32[N]>, %y: buffer<f32[N]>) {
+  %xq = quantize(%x) {format = #RHS} : tensor<u8[G,RR]>
+  %N = dim(%w) {axis = 0} : index
+  %c0 = constant() {value = 0} : index
+  %c1 = constant() {value = 1} : index
+  %half = constant() {value = 0.5} : f32
+  for(%c0, %N, %c1) ({
+  ^(%n: index):
+    %wn = subview(%w, %n) {axes = "i::"} : tensor<u8[G,LR]>
+    %d = quantized_dot(%wn, %xq) {acc_dtype = f32, lhs_format = #LHS, order = "seq", rhs_format = #RHS} : tensor<f32[]>
+    %s = load(%d) : f32
+    %bn = load(%b, %n) : f32
+    %t = mul(%s, %half) : f32
+    %u = add(%t, %bn) : f32
+    store(%u, %y, %n)
+    yield()
+  })
+  return()
+}"""
+
+
+@pytest.mark.parametrize("pair", list(PAIRS.values()), ids=str)
+def test_every_pair_keeps_its_rows_kernel_with_an_epilogue(pair, trap):
+    from tests.backends.test_gguf_pairs import weights
+    from tests.backends.test_kquant_pairs import records
+    text = (PAIR_GEMV.replace("LHS", pair.lhs.name).replace("RHS", pair.rhs.name)
+            .replace("LR", str(pair.lhs.record_bytes)).replace("RR", str(pair.rhs.record_bytes))
+            .replace(",B]", f",{pair.block_elems}]"))
+    module = I.lower(I.parse(text), "cpu")
+    assert f'kernel = "{pair.rows_kernel}"' in str(module) and "epilogue = " in str(module)
+    rng = np.random.default_rng(10)
+    n, g = 67, 2
+    w = (q4k_records(rng, n, g) if pair.lhs is I.quant.q4_k else
+         records(rng, pair.lhs.name, n, g) if pair.rhs is Q8K else weights(rng, pair, n, g))
+    args = [w, normal(rng, g, pair.block_elems), normal(rng, n), np.zeros(n, np.float32)]
+    want = [a.copy() for a in args]
+    I.interpret(I.parse(text), *want)
+    for t in (1, 2):
+        got = [a.copy() for a in args]
+        CompiledKernel(module, threads=t, cache_dir=trap)(*got)
+        assert got[-1].tobytes() == want[-1].tobytes()
