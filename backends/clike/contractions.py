@@ -17,6 +17,7 @@ from ninfer_ir import ops as O
 from ninfer_ir.numerics.folds import fold_identity
 from ninfer_ir.types import ScalarType, f32
 
+from ninfer_ir.alias import is_alloc, root
 from ninfer_ir.backends.abi import quantize_tag
 
 from . import folds
@@ -110,24 +111,36 @@ def quantize_operands(e, op):
 
 
 def lower_quantize_into(e, op):
+    """Quantize every record; a failure leaves a destination that is not a fresh
+    ``alloc`` untouched, as in the interpreter: such a destination is written only after
+    a first pass over all records (into one scratch record) found no domain error."""
     values, dst, base = quantize_operands(e, op)
     records_guard(e, op, values, dst, "values and destination")
-    r = e.fresh("nq_r")
-    e.open(f"for (nq_i64 {r} = 0; {r} < {values.sizes[0]}; ++{r}) {{")
-    quantize_records(e, op, values, dst, r, base)
-    e.close("}")
+    passes = (None, dst) if not is_alloc(root(op.dest)) else (dst,)
+    for out in passes:
+        r = e.fresh("nq_r")
+        e.open(f"for (nq_i64 {r} = 0; {r} < {values.sizes[0]}; ++{r}) {{")
+        quantize_records(e, op, values, out, r, base)
+        e.close("}")
 
 
 def quantize_records(e, op, values, dst, r, base=None):
-    """Quantize record ``r``; a failure stops the worker with ``(record + tag) * 8 +
-    reason`` (``backends/abi.py``: the tag names the quantize target)."""
+    """Quantize record ``r`` into ``dst`` (None: into a scratch record, to check it);
+    a failure stops the worker with ``(record + tag) * 8 + reason``
+    (``backends/abi.py``: the tag names the quantize target)."""
     reason = e.fresh("nq_reason")
     record = r if base is None else f"({base} + {r})"
     tag = quantize_tag(op.target)
     if tag:
         record = f"({record} + (nq_i64){tag}LL)"
+    if dst is None:
+        scratch = e.fresh("nq_scratch")
+        e.line(f"nq_u8 {scratch}[{op.target.record_bytes}];")
+        out, stride = scratch, "1"
+    else:
+        out, stride = address(dst, [r]), dst.strides[1]
     e.line(f"const int {reason} = {e.quantize_record_fn(op)}({address(values, [r])}, "
-           f"{values.strides[1]}, {address(dst, [r])}, {dst.strides[1]});")
+           f"{values.strides[1]}, {out}, {stride});")
     e.line(f"if ({reason} != 0) {e.fail_stmt(f'{record} * 8 + {reason}')}")
 
 

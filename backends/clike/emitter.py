@@ -241,7 +241,7 @@ class CLikeEmitter:
         r = self.fresh("nq_r")
         self.open(f"for (nq_i64 {r} = nq_worker; {r} < {values.sizes[0]}; {r} += nq_workers) {{")
         self.key = r
-        contractions.quantize_records(self, op, values, dst, r, base)
+        contractions.quantize_records(self, op, values, None if unit.check else dst, r, base)
         self.close("}")
 
     # -- target hooks (host C: one worker does everything) -----------------------------------

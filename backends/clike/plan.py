@@ -99,6 +99,7 @@ class Unit:
     trip: HostExpr | None = None      # par/quant: the iteration count, when computable
     stride_word: int | None = None    # ctl layout word of the per-worker arena stride
     free: bool = False
+    check: bool = False               # quant: quantize into scratch only (a first pass)
 
     @property
     def op(self):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ninfer_ir import ops as O
+from ninfer_ir.alias import is_alloc, root
 from ninfer_ir.ir import BlockArgument, FuncOp
 from ninfer_ir.types import ScalarType, ShapedType, TensorType, index
 
@@ -44,6 +45,11 @@ def build(e, func: FuncOp) -> FuncPlan:
         if isinstance(op, O.ForOp) and op.parallel:
             plan.units.append(Unit("par", [op], mapping=e.mapping_of(op)))
         elif isinstance(op, O.QuantizeIntoOp):
+            # a failure leaves a caller's buffer untouched, as in the interpreter: a first
+            # launch checks every record, and the next one (skipped once a launch has
+            # failed) writes them
+            if not is_alloc(root(op.dest)):
+                plan.units.append(Unit("quant", [op], mapping=e.mapping_of(op), check=True))
             plan.units.append(Unit("quant", [op], mapping=e.mapping_of(op)))
         elif plan.units and plan.units[-1].kind == "seq":
             plan.units[-1].ops.append(op)
