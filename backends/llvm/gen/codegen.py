@@ -67,6 +67,7 @@ class Lowered:
 def _lower_for(e: Emitter, op):
     lb, ub, step = (e.value(v) for v in (op.lower, op.upper, op.step))
     inits = [e.value(v) for v in op.inits]
+    e.ranges[op.body.args[0]] = (lb, ub, step)
     n = e.trip_count(op, lb, ub, step)
     if e.can_outline and not inits:
         from ninfer_ir.backends.llvm.gen.parallel import emit_parallel

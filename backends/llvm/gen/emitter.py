@@ -134,6 +134,7 @@ class Emitter:
         self.slot_of: dict = {}
         self.incoming: list = []
         self.can_outline = True
+        self.ranges: dict = {}           # loop index value -> (lb, ub, step) ir values
 
     # values
     def value(self, v):
@@ -236,6 +237,21 @@ class Emitter:
                 self.bind(r, x)
 
     # loops
+    def below(self, v, n) -> bool:
+        """Whether the index value ``v`` (an IR value) is known to lie in ``[0, n)``: it is
+        the index of an enclosing loop from a constant ``lb >= 0`` by a constant step
+        ``> 0`` to ``ub``, where ``ub`` is ``n`` itself or a constant no larger. Such an
+        index needs no bounds guard, which would otherwise be an exit inside the loop."""
+        r = self.ranges.get(v)
+        if r is None:
+            return False
+        lb, ub, step = r
+        if not (isinstance(lb, ir.Constant) and isinstance(step, ir.Constant)
+                and lb.constant >= 0 and step.constant > 0):
+            return False
+        return ub is n or (isinstance(ub, ir.Constant) and isinstance(n, ir.Constant)
+                           and ub.constant <= n.constant)
+
     def trip_count(self, op, lb, ub, step):
         b = self.b
         if not (isinstance(step, ir.Constant) and step.constant != 0):

@@ -27,6 +27,7 @@ from ninfer_ir.types import ScalarType
 from ninfer_ir.backends.llvm.gen import scalars as S
 from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, carried_loop, i64c, no_lowering
 from ninfer_ir.backends.llvm.gen.memory import load_element
+from ninfer_ir.backends.llvm.gen.vfolds import unit_stride_loader, vector_fold
 from ninfer_ir.backends.abi import Guard
 
 __all__ = ["counted_loop", "fold_loop", "ordered_fold", "lower_dot", "lower_reduce"]
@@ -105,11 +106,20 @@ def tree_fold(e, m, elem, combine, identity):
     return out
 
 
-def ordered_fold(e, n, elem, combine, identity, order: SumOrder | None):
-    """Fold ``elem(0..n)`` with ``combine`` in ``order`` (None: any order, seq used)."""
+def ordered_fold(e, n, elem, combine, identity, order: SumOrder | None, loader=None,
+                 neutral=None):
+    """Fold ``elem(0..n)`` with ``combine`` in ``order`` (None: any order, seq used).
+
+    ``loader`` (``vfolds.unit_stride_loader``) and ``neutral`` let a non-``seq`` order
+    run on vector lanes (``vfolds.vector_fold``) when the operands have unit stride."""
     b = e.b
     if order is None or (order.chunk is None and not order.tree):
         return seq_fold(e, i64c(0), n, elem, combine, identity)
+    if loader is not None:
+        out = vector_fold(e, n, loader, elem, combine, identity, neutral, order,
+                          lambda: ordered_fold(e, n, elem, combine, identity, order))
+        if out is not None:
+            return out
     top_elem, count = elem, n
     if order.chunk is not None:
         k = i64c(order.chunk)
@@ -131,6 +141,11 @@ def _identity(kind: str, t: ScalarType):
     return S.constant(t, float(value) if t.is_float else int(value))
 
 
+def _neutral(kind: str, t: ScalarType):
+    """``u`` with ``u + x == x`` (``-0.0``) or ``u * x == x`` (``1.0``) for every float x."""
+    return S.constant(t, -0.0 if kind == "add" else 1.0)
+
+
 def _vector(e, op, v):
     x = e.value(v)
     if isinstance(x, Reg) or len(x.shape) != 1:
@@ -148,9 +163,12 @@ def lower_dot(e, op):
 
     def elem(k):
         return S.BINARY["mul"](b, t, load_element(b, x, [k]), load_element(b, y, [k]))
+    def add(p, q):
+        return S.BINARY["add"](b, t, p, q)
     order = SumOrder.parse(op.attrs.get("order", "seq"))
-    return Reg(ordered_fold(e, x.shape[0], elem, lambda p, q: S.BINARY["add"](b, t, p, q),
-                            _identity("add", t), order))
+    loader = unit_stride_loader(e, [x, y], lambda p, q: S.BINARY["mul"](b, t, p, q))
+    return Reg(ordered_fold(e, x.shape[0], elem, add, _identity("add", t), order, loader,
+                            _neutral("add", t)))
 
 
 def _float_minmax_fold(e, x, kind, t):
@@ -183,5 +201,7 @@ def lower_reduce(e, op):
     if t.is_float and kind in ("add", "mul"):
         order = SumOrder.parse(op.attrs.get("order", "seq"))
     rule = S.BINARY[kind]
+    loader = unit_stride_loader(e, [x], lambda v: v) if order is not None else None
     return Reg(ordered_fold(e, x.shape[0], lambda k: load_element(b, x, [k]),
-                            lambda p, q: rule(b, t, p, q), _identity(kind, t), order))
+                            lambda p, q: rule(b, t, p, q), _identity(kind, t), order, loader,
+                            _neutral(kind, t) if order is not None else None))

@@ -56,8 +56,9 @@ def lower_dim(e, op):
 def _bounds(e, op, view, idx):
     if not e.options["bounds_checks"]:
         return
-    for axis, (i, n) in enumerate(zip(idx, view.shape)):
-        e.guard(e.b.icmp_unsigned("<", i, n), Guard("index", op, axis), [i, n])
+    for axis, (v, i, n) in enumerate(zip(op.indices, idx, view.shape)):
+        if not e.below(v, n):
+            e.guard(e.b.icmp_unsigned("<", i, n), Guard("index", op, axis), [i, n])
 
 
 def offset(b, idx, strides):
@@ -138,8 +139,9 @@ def lower_subview(e, op):
             continue
         if code == "i":
             i = vals[k]
+            if not e.below(op.operands[1 + k], n):
+                e.guard(b.icmp_unsigned("<", i, n), Guard("index", op, axis), [i, n])
             k += 1
-            e.guard(b.icmp_unsigned("<", i, n), Guard("index", op, axis), [i, n])
             start = i
         else:
             start, stop, step = vals[k:k + 3]
