@@ -191,17 +191,23 @@ class Ggml:
         return GgmlGraphs(self, [[(w, x)] for w in ws], threads)
 
 
+def _rows(x):
+    """Activation rows of a ggml operand: M of ``[M, G, 256]``, 1 of a vector ``[G, 256]``."""
+    return x.shape[0] if x.ndim == 3 else 1
+
+
 class GgmlGraphs:
     """Graphs of Q4_K x f32 ``ggml_mul_mat`` nodes on one persistent ggml thread pool:
     graph i computes W x for each pair (W, x) of ``graphs[i]``, in order (ggml quantizes
-    x to Q8_K inside each node). ``run(i)`` computes graph i, ``result(i, j)`` is the
-    output of its node j; ``close()`` frees."""
+    x to Q8_K inside each node). ``x`` is one vector (``[G, 256]``) or a batch of M rows
+    (``[M, G, 256]``, a GEMM: Y = X W^T). ``run(i)`` computes graph i, ``result(i, j)``
+    is the output of its node j (``[N]``, or ``[M, N]`` for a batch); ``close()`` frees."""
 
     def __init__(self, g, graphs, threads):
         self.g = g
         pairs = [pair for graph in graphs for pair in graph]
         inputs = {id(x): x for _, x in pairs}
-        size = (sum(w.nbytes + 4 * w.shape[0] for w, _ in pairs)
+        size = (sum(w.nbytes + 4 * w.shape[0] * _rows(x) for w, x in pairs)
                 + sum(4 * x.size for x in inputs.values())
                 + (len(pairs) + len(inputs)) * g.tensor_overhead()
                 + len(graphs) * g.graph_overhead() + (1 << 20))
@@ -211,7 +217,8 @@ class GgmlGraphs:
             raise MemoryError("ggml_init failed")
         tensors = {}
         for key, x in inputs.items():
-            tensors[key] = g.new_tensor_2d(self.ctx, GGML_TYPE_F32, x.size, 1)
+            tensors[key] = g.new_tensor_2d(self.ctx, GGML_TYPE_F32, x.size // _rows(x),
+                                           _rows(x))
             ctypes.memmove(g.get_data(tensors[key]), np.ascontiguousarray(x).ctypes.data,
                            4 * x.size)
         self.outs, self.graphs = [], []
@@ -223,7 +230,7 @@ class GgmlGraphs:
                 ctypes.memmove(g.get_data(a), w.ctypes.data, w.nbytes)
                 c = g.mul_mat(self.ctx, a, tensors[id(x)])
                 g.build_forward_expand(graph, c)
-                outs.append((c, n))
+                outs.append((c, (n,) if x.ndim < 3 else (x.shape[0], n)))
             self.outs.append(outs)
             self.graphs.append(graph)
         params = (ctypes.c_uint8 * 4096)()
@@ -250,10 +257,10 @@ class GgmlGraphs:
         self.g.threadpool_pause(self.pool)
 
     def result(self, i=0, j=0):
-        c, n = self.outs[i][j]
+        c, shape = self.outs[i][j]
         return np.ctypeslib.as_array(ctypes.cast(self.g.get_data(c),
                                                  ctypes.POINTER(ctypes.c_float)),
-                                     shape=(n,)).copy()
+                                     shape=shape).copy()
 
     def close(self):
         if self.pool:

@@ -35,6 +35,14 @@ The kernel computes the dots of a block of rows, then the epilogue runs on each 
 the block in the loop's order. That is the loop's result exactly when no dot can fail
 and no dot reads memory the epilogue writes: the CPU emitter checks both at run time and
 runs the loop itself where they do not hold.
+
+A nest of two row loops (step 1, no carried values) over
+``m`` and ``n`` whose inner loop is the plain ``q4k_q8k_dot_rows`` loop (no epilogue) of the ``m``-th
+activation row is a GEMM (``_gemm``): ``q4k_q8k_gemm`` when the row is ``xq[m]`` of
+Q8_K records ``[M, G, 292]`` defined outside the nest, ``q4k_q8k_gemm_quantize`` when
+the body first quantizes ``x[m]`` of f32 ``[M, G, 256]`` into an ``alloc`` that nothing
+else reads (allocated in the body, or before the nest and freed after it); in both the
+output is ``y[..., m, n]``.
 """
 from __future__ import annotations
 
@@ -46,7 +54,7 @@ from .alias import root
 from .sumorder import SumOrder
 
 __all__ = ["Match", "RowLoop", "QuantizedRow", "DecodedRow", "match_loop",
-           "decode_rows_takes"]
+           "decode_rows_takes", "GEMM_KERNELS"]
 
 
 @dataclass
@@ -285,6 +293,67 @@ def _epilogue_text(rows, name) -> str:
         f"{_expr(st.value, rows.loop, mark, name)}" for st in rows.stores)
 
 
+GEMM_KERNELS = ("q4k_q8k_gemm", "q4k_q8k_gemm_quantize")
+
+
+def _row_of(v, iv, loop) -> bool:
+    """``v`` is ``subview(t, iv) {axes = "i::"}`` of a rank-3 ``t`` defined outside ``loop``."""
+    sv = getattr(v, "op", None)
+    return (isinstance(sv, O.SubviewOp) and sv.attrs.get("axes") == "i::"
+            and sv.operands[1] is iv and sv.operands[0].type.rank == 3
+            and _outside(loop, sv.operands[0]))
+
+
+def _gemm(loop, name):
+    """A ``Match`` of the GEMM nest (see the module doc), or the reason it is not one."""
+    ops = [op for op in loop.body.ops if not isinstance(op, O.YieldOp)]
+    inner = [op for op in ops if isinstance(op, O.ForOp)]
+    if len(inner) != 1:
+        return "the quantized dot is in a nested loop or branch, not the row loop itself"
+    inner = inner[0]
+    found = match_loop(inner, name)
+    if not isinstance(found, Match):
+        return f"no GEMM: its inner loop is not a row loop of quantized dots ({found})"
+    if found.kernel != "q4k_q8k_dot_rows":
+        return f"no GEMM: the GEMM kernel takes Q4_K x Q8_K dots; the inner loop is a " \
+               f"{found.kernel} loop"
+    rows = found.parts
+    if not rows.plain or rows.prologue:
+        return "no GEMM: the GEMM kernel stores each dot as it is; the inner loop has an " \
+               "epilogue (its rows kernel takes it)"
+    sv, qd, st = rows.dots[0].view, rows.dots[0].op, rows.stores[0]
+    m = loop.body.args[0]
+    if not all(_outside(loop, v) for v in (sv.operands[0], *inner.operands[:2])):
+        return "no GEMM: the weights or the bounds of the inner loop change with the outer loop"
+    idx = st.operands[2:]
+    if len(idx) < 2 or idx[-2] is not m or not all(_outside(loop, v) for v in
+                                                   (st.operands[1], *idx[:-2])):
+        return f"no GEMM: the dots are not stored into y[..., {name(m)}, {name(idx[-1])}] " \
+               f"of an output defined outside the nest"
+    xq = qd.operands[1]
+    if _row_of(xq, m, loop) and ops == [xq.op, inner] and _only_use(xq, qd):
+        return Match("q4k_q8k_gemm", [sv.operands[0], xq.op.operands[0], st.operands[1]],
+                     (inner, sv, qd, st, None))
+    alloc = getattr(xq, "op", None)
+    quant = ops[2 if alloc in ops else 1] if len(ops) > 2 else None
+    frees = [u.op for u in xq.uses if isinstance(u.op, O.DeallocOp)]
+    if (isinstance(alloc, O.AllocOp) and isinstance(quant, O.QuantizeIntoOp)
+            and ops == ([ops[0], alloc, quant, inner] + frees if alloc in ops
+                        else [ops[0], quant, inner])
+            and len(frees) == 1 and (alloc in ops) == (frees[0] in ops)
+            and len(quant.operands) == 2 and quant.operands[1] is xq
+            and getattr(quant.operands[0], "op", None) is ops[0]
+            and _row_of(quant.operands[0], m, loop) and _only_use(quant.operands[0], quant)
+            and all(_outside(loop, v) for v in alloc.operands)
+            and {u.op for u in xq.uses} == {quant, qd, frees[0]}):
+        return Match("q4k_q8k_gemm_quantize",
+                     [sv.operands[0], ops[0].operands[0], st.operands[1]],
+                     (inner, sv, qd, st, quant))
+    return f"no GEMM: the row {name(xq)} the dots read is neither a row {name(m)} of " \
+           f"Q8_K records defined outside the nest nor x[{name(m)}] quantized by the " \
+           f"body into a buffer that nothing else reads"
+
+
 def match_loop(loop, name=None):
     """A ``Match`` for a loop a CPU library kernel computes, else the reason (a string);
     ``name`` spells a value in the reason (default: its name hint)."""
@@ -295,9 +364,14 @@ def match_loop(loop, name=None):
     if not qdots and not decodes:
         nested = any(isinstance(op, (O.QuantizedDotOp, O.DecodeOp))
                      for inner in body for op in inner.walk() if inner.regions)
-        return ("the quantized dot is in a nested loop or branch, not the row loop itself"
-                if nested else "no library kernel computes it (its body holds no "
-                               "quantized_dot and no dot of a decoded row)")
+        if not nested:
+            return ("no library kernel computes it (its body holds no quantized_dot and "
+                    "no dot of a decoded row)")
+        step = loop.operands[2]
+        if (isinstance(getattr(step, "op", None), O.ConstantOp)
+                and step.op.attrs["value"] == 1 and not loop.results):
+            return _gemm(loop, name)
+        return "the quantized dot is in a nested loop or branch, not the row loop itself"
     if qdots and decodes:
         return "its body holds both quantized_dots and dots of decoded rows; a row loop " \
                "takes one kind"

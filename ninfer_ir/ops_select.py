@@ -36,6 +36,12 @@ KERNELS = MappingProxyType({
     "decode_dot_rows": (("p", "s", "x"),
                         "dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row n of "
                         "the loop"),
+    "q4k_q8k_gemm": (("w", "xq"),
+                     "y[..., m, n] = quantized_dot(w[n], xq[m]) for every m of the loop and "
+                     "n of its inner loop (order seq)"),
+    "q4k_q8k_gemm_quantize": (("w", "x"),
+                              "y[..., m, n] = quantized_dot(w[n], quantize(x[m])) for every m "
+                              "of the loop and n of its inner loop (order seq)"),
 })
 
 

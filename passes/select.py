@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ninfer_ir import ops as O
 from ninfer_ir.builder import region_with_block
-from ninfer_ir.library import Match, match_loop
+from ninfer_ir.library import Match, RowLoop, match_loop
 from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir.printer import Namer, print_func
 
@@ -74,6 +74,14 @@ class SelectKernels(Pass):
             for op in list(func.walk()):
                 if not isinstance(op, O.ForOp) or isinstance(op.parent_op, KernelCallOp):
                     continue
+                call = _enclosing_call(op)
+                if call is not None:     # the inner loop of a nest that a kernel computes
+                    self.remarks.append(Remark(
+                        func.sym_name, namer.known(op.body.args[0]), getattr(op, "loc", None),
+                        call.kernel, f"the inner loop of the nest of loop "
+                                     f"{namer.known(call.loop.body.args[0])}, which the "
+                                     f"kernel computes"))
+                    continue
                 found = match_loop(op, namer.known) if self.target == "cpu" else _cuda_reason(op)
                 iv = namer.known(op.body.args[0])
                 loc = getattr(op, "loc", None)
@@ -88,12 +96,20 @@ class SelectKernels(Pass):
 
 
 def _why(match: Match) -> str:
-    if not match.parts.epilogue or match.parts.plain:
+    if not isinstance(match.parts, RowLoop) or not match.parts.epilogue or match.parts.plain:
         return "the loop computes what the kernel computes"
     dots = len(match.parts.dots)
     return (f"the kernel computes the row{' dots' if dots > 1 else ' dot'} of each block "
             f"of rows, then the loop's epilogue runs on the block "
             f"(`{match.attrs['epilogue']}`)")
+
+
+def _enclosing_call(op):
+    """The ``kernel_call`` around ``op``, if any."""
+    p = op.parent_op
+    while p is not None and not isinstance(p, KernelCallOp):
+        p = p.parent_op
+    return p
 
 
 def _wrap(loop, match: Match) -> None:

@@ -146,11 +146,12 @@ def test_loops_that_do_not_match_say_why(kernel, why):
     assert ROWS_CALL not in I.emit(kernel, "cpu")
 
 
-def test_gemm_row_loop_gets_the_kernel_and_the_outer_loop_says_why_not():
+def test_gemm_nest_gets_the_gemm_kernel_and_the_inner_loop_says_it_is_part_of_it():
     _, report = lower(REGISTRY["q4k_gemm"].kernel.ir, "cpu")
     outer, inner = report.remarks
-    assert outer.kernel is None and "nested loop" in outer.reason
-    assert inner.kernel == "q4k_q8k_dot_rows"
+    assert outer.kernel == "q4k_q8k_gemm_quantize"
+    assert inner.kernel == "q4k_q8k_gemm_quantize" and "inner loop of the nest of loop %m" \
+        in inner.reason
 
 
 def test_cuda_remarks_say_what_the_target_does():

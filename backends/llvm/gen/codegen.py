@@ -73,6 +73,9 @@ def _lower_for(e: Emitter, op):
         from ninfer_ir.backends.llvm.gen.parallel import emit_parallel
         from ninfer_ir.backends.llvm.kernels.rows import selected
         rows = selected(op)
+        if hasattr(rows, "emit_loop"):        # a nest that spreads itself over the pool
+            rows.emit_loop(e, op, lb, step, n)
+            return []
         if op.parallel or rows is not None:
             worth = rows.worth_threads(e, n) if rows is not None else None
             emit_parallel(e, op, lb, step, n, worth)

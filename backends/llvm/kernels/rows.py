@@ -31,7 +31,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ninfer_ir.errors import VerifyError
-from ninfer_ir.library import Match, QuantizedRow, match_loop
+from ninfer_ir.library import GEMM_KERNELS, Match, QuantizedRow, match_loop
 from ninfer_ir.ops_select import KernelCallOp
 
 from ninfer_ir.backends.llvm.gen.emitter import Reg, carried_loop, i64c
@@ -53,10 +53,15 @@ def selected(loop):
         why = found if isinstance(found, str) else f"it is a {found.kernel} loop"
         raise VerifyError(f"kernel_call names {call.kernel} but its loop is not one: {why}",
                           call)
-    if len(found.params) != len(call.operands) or len(found.parts.dots) != call.dots or \
+    gemm = found.kernel in GEMM_KERNELS
+    if len(found.params) != len(call.operands) or \
+            (not gemm and len(found.parts.dots) != call.dots) or \
             any(a is not b for a, b in zip(found.params, call.operands)):
         raise VerifyError(f"the parameters of kernel_call {call.kernel} are not those of "
                           f"its loop", call)
+    if gemm:
+        from ninfer_ir.backends.llvm.kernels.gemm_nest import GemmNest
+        return GemmNest(found.kernel, *found.parts)
     return RowsCall(found.parts)
 
 

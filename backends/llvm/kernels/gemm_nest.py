@@ -1,0 +1,176 @@
+"""The GEMM nests in the CPU emitter: a loop the ``select`` pass put in a
+``kernel_call {kernel = "q4k_q8k_gemm"}`` or ``{kernel = "q4k_q8k_gemm_quantize"}``
+(``ninfer_ir/library.py``) becomes one call of ``ninfer_q4k_q8k_gemm`` (``qgemm``),
+split over the thread pool by blocks of weight rows.
+
+``q4k_q8k_gemm``: ``for m { for n { y[..., m, n] = quantized_dot(w[n], xq[m]) } }``; the
+kernel reads the records of ``xq`` where they are. ``q4k_q8k_gemm_quantize``: the body
+first quantizes ``x[m]`` into a fresh buffer; the fast path quantizes every row of
+the nest into one scratch block (``ninfer_q8k_quantize``, row by row) and then calls
+the GEMM on it. A failing quantize leaves nothing written by the fast path, and the
+ordinary loop then runs from the start, so the error, and what was stored before it,
+are the interpreter's.
+
+The fast path runs when both loops have iterations and every index is in range, the
+record counts agree, the records' bytes are contiguous (and, for ``x``, its 256 floats
+are contiguous with float-aligned row strides), ``y`` is float-aligned with
+float-multiple strides, and ``y`` overlaps neither input (checked at run time unless the
+IR shows it, as for the rows kernel); otherwise the ordinary loop nest runs. Results are
+identical: each ``y[m, n]`` is the dot ``ninfer_q4k_q8k_dot`` computes. With a pool
+(``threads`` > 1) and at least ``ROWS_PARALLEL_ELEMENTS`` products, the blocks of
+weight rows are spread over the pool (``ninfer_q4k_q8k_gemm_par``); each block is
+computed whole by one thread, so the split changes no result.
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ninfer_ir.quant import q8_k
+
+from ninfer_ir.backends.llvm.gen.emitter import I8P, I64, PAR_TYPE, carried_loop, i64c
+from ninfer_ir.backends.llvm.kernels.qgemm import ENV_WORDS, add_gemm, add_gemm_par, blocking
+from ninfer_ir.backends.llvm.kernels.records import ROWS_PARALLEL_ELEMENTS, _apart, _scratch
+
+__all__ = ["GemmNest"]
+
+F32P = ir.FloatType().as_pointer()
+
+
+def _all(b, conds):
+    out = conds[0]
+    for c in conds[1:]:
+        out = b.and_(out, c)
+    return out
+
+
+class GemmNest:
+    """The matched ops of a GEMM nest (``library.Match.parts``) and its emission."""
+
+    def __init__(self, kernel, inner, sv, qd, st, quant):
+        self.kernel = kernel
+        self.inner, self.sv, self.qd, self.st, self.quant = inner, sv, qd, st, quant
+
+    def emit_loop(self, e, loop, lb, step, n):
+        """The whole loop, on the pool where there is one."""
+        self._emit(e, loop, lb, step, i64c(0), n, e.par)
+
+    def emit(self, e, loop, lb, step, k0, k1):
+        """Iterations ``[k0, k1)`` of the loop over m, in the calling thread."""
+        self._emit(e, loop, lb, step, k0, k1, None)
+
+    def _emit(self, e, loop, lb, step, k0, k1, par):
+        b = e.b
+        w, y = e.value(self.sv.operands[0]), e.value(self.st.operands[1])
+        rows_of = self.quant.operands[0] if self.quant is not None else self.qd.operands[1]
+        src_value = rows_of.op.operands[0]
+        src = e.value(src_value)
+        m_first, m_count = b.add(lb, k0), b.sub(k1, k0)
+        n_first, n_end = e.value(self.inner.operands[0]), e.value(self.inner.operands[1])
+        n_count = b.sub(n_end, n_first)
+        count = w.shape[1]
+        y_strides = y.byte_strides(b)
+        ym, yn = y_strides[-2], y_strides[-1]
+        y_base = y.ptr
+        in_range = []
+        for axis, v in enumerate(self.st.operands[2:-2]):
+            i = e.value(v)
+            y_base = b.gep(y_base, [b.mul(i, y_strides[axis])])
+            in_range += [b.icmp_signed(">=", i, i64c(0)), b.icmp_signed("<", i, y.shape[axis])]
+        s0, s1, s2 = src.byte_strides(b)
+        w0, w1, w2 = w.byte_strides(b)
+        conds = [
+            b.icmp_signed(">", m_count, i64c(0)), b.icmp_signed(">", n_count, i64c(0)),
+            b.icmp_signed(">=", m_first, i64c(0)), b.icmp_signed("<=", b.add(lb, k1), src.shape[0]),
+            b.icmp_signed("<=", b.add(lb, k1), y.shape[-2]),
+            b.icmp_signed(">=", n_first, i64c(0)), b.icmp_signed("<=", n_end, w.shape[0]),
+            b.icmp_signed("<=", n_end, y.shape[-1]), *in_range,
+            b.icmp_signed("==", count, src.shape[1]), b.icmp_signed("==", w2, i64c(1)),
+            b.icmp_signed("==", b.srem(ym, i64c(4)), i64c(0)),
+            b.icmp_signed("==", b.srem(yn, i64c(4)), i64c(0)),
+            b.icmp_unsigned("==", b.and_(b.ptrtoint(y_base, I64), i64c(3)), i64c(0)),
+            _apart(e, self.st.operands[1], self.sv.operands[0]),
+            _apart(e, self.st.operands[1], src_value),
+        ]
+        if self.quant is None:
+            conds.append(b.icmp_signed("==", s2, i64c(1)))
+        else:
+            alloc = self.qd.operands[1].op       # its size is defined outside the nest
+            size = e.value(alloc.operands[0]) if alloc.operands else \
+                i64c(alloc.result.type.shape[0])
+            conds += [b.icmp_signed("==", s2, i64c(4)),
+                      b.icmp_signed("==", b.srem(s1, i64c(4)), i64c(0)),
+                      b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0)),
+                      b.icmp_signed("==", size, count)]
+        fast = _all(b, conds)
+        with b.if_else(fast) as (then, otherwise):
+            with then:
+                y_first = b.gep(y_base, [b.add(b.mul(m_first, ym), b.mul(n_first, yn))])
+                w_first = b.gep(w.ptr, [b.mul(n_first, w0)])
+                if self.quant is None:
+                    xq = b.gep(src.ptr, [b.mul(m_first, s0)])
+                    self._gemm(e, par, [w_first, w0, w1, xq, s0, s1, count, m_count,
+                                        n_count, y_first, b.sdiv(ym, i64c(4)),
+                                        b.sdiv(yn, i64c(4))])
+                else:
+                    self._quantized(e, par, loop, lb, step, k0, k1, src, m_first, m_count,
+                                    count, [w_first, w0, w1], [n_count, y_first, ym, yn])
+            with otherwise:
+                e.loop(loop, lb, step, k0, k1, [])
+
+    def _quantized(self, e, par, loop, lb, step, k0, k1, x, m_first, m_count, count,
+                   w_args, tail):
+        """Quantize rows ``m_first ..`` of ``x`` into scratch, then the GEMM on it; the
+        ordinary loop if a quantize fails."""
+        b = e.b
+        rec = q8_k.record_bytes
+        row_bytes = b.mul(count, i64c(rec))
+        xq, slot = _scratch(e, b.mul(m_count, count), rec)
+        s0, s1, _ = x.byte_strides(b)
+        quantize = e.module.globals[self.quant.target.cpu]
+
+        def row(i, carried):
+            src = b.bitcast(b.gep(x.ptr, [b.mul(b.add(m_first, i), s0)]), F32P)
+            status = b.call(quantize, [src, b.sdiv(s1, i64c(4)), count,
+                                       b.gep(xq, [b.mul(i, row_bytes)]), i64c(rec)])
+            return [b.or_(carried[0], b.icmp_signed("!=", status, i64c(0)))]
+        (failed,) = carried_loop(b, e.fn, i64c(0), m_count, [ir.Constant(ir.IntType(1), 0)],
+                                 row, name="gemm.quantize")
+        with b.if_else(failed) as (bad, good):
+            with bad:
+                e.free_slot(slot)
+                e.loop(loop, lb, step, k0, k1, [])
+            with good:
+                n_count, y_first, ym, yn = tail
+                self._gemm(e, par, w_args + [xq, row_bytes, i64c(rec), count, m_count,
+                                             n_count, y_first, b.sdiv(ym, i64c(4)),
+                                             b.sdiv(yn, i64c(4))])
+                e.free_slot(slot)
+
+    def _gemm(self, e, par, args):
+        """One GEMM call with the twelve ``args`` (``y`` an i8*), spread over ``par``."""
+        b = e.b
+        isa = e.options["isa"]
+        args = args[:9] + [b.bitcast(args[9], F32P)] + args[10:]
+        if par is None:
+            b.call(add_gemm(e.module, isa), args)
+            return
+        body = add_gemm_par(e.module, isa)
+        e.kernel.bodies += 1          # a body the pool runs: the launcher then passes ``par``
+        nb = blocking(isa).block
+        m_count, n_count, count = args[7], args[8], args[6]
+        blocks = b.sdiv(b.add(n_count, i64c(nb - 1)), i64c(nb))
+        work = b.mul(b.mul(b.mul(m_count, n_count), count), i64c(q8_k.block_elems))
+        worth = b.and_(b.icmp_signed(">=", work, i64c(ROWS_PARALLEL_ELEMENTS)),
+                       b.icmp_signed(">", blocks, i64c(1)))
+        env = e.entry_alloca(ir.ArrayType(I64, ENV_WORDS))
+        for k, v in enumerate(args):
+            word = b.ptrtoint(v, I64) if isinstance(v.type, ir.PointerType) else v
+            b.store(word, b.gep(env, [i64c(0), i64c(k)]))
+        env_ptr = b.bitcast(env, I8P)
+        alone = b.or_(b.icmp_unsigned("==", par, ir.Constant(I8P, None)), b.not_(worth))
+        with b.if_else(alone) as (direct, pooled):
+            with direct:
+                b.call(add_gemm(e.module, isa), args)
+            with pooled:
+                b.call(b.bitcast(par, PAR_TYPE.as_pointer()),
+                       [b.bitcast(body, I8P), env_ptr, blocks, e.err])
