@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from ninfer_ir.errors import DomainError
 from ninfer_ir.numerics import domain
-from ninfer_ir.numerics.decode import row_mismatch
+from ninfer_ir.numerics.decode import geometry_problem
 
 __all__ = ["REASON_CHECK", "REASON_GUARD", "REASON_NO_MEMORY", "ERR_SLOTS", "Guard",
            "error_for_status", "QUANT_TAG_SHIFT", "quantize_tag"]
@@ -69,7 +69,7 @@ class Guard:
         if self.kind == "records":
             return domain.record_counts(op.name, self.what, nums[0], nums[1])
         if self.kind == "decode":
-            return domain.decode_row(row_mismatch(nums[0], nums[1], op.format, nums[2]))
+            return domain.decode_row(geometry_problem(op.format, nums))
         if self.kind == "result_type":
             t = op.results[0].type
             return domain.result_type(t.dtype.np_dtype, nums[:t.rank], t, op)

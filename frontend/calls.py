@@ -17,7 +17,7 @@ from ninfer_ir.numerics import semantics
 from ninfer_ir.numerics.semantics import cast as cast_values
 from ninfer_ir.numerics.semantics import to_python
 from ninfer_ir.quant import QuantSchema
-from ninfer_ir.types import (BufferType, ScalarType, ShapedType, TensorType, bool_, f32, f64,
+from ninfer_ir.types import (BufferType, ScalarType, ShapedType, TensorType, bool_, f64,
                              i64, index)
 
 from .operators import OpRule
@@ -93,22 +93,78 @@ def quantized_dot(lw, node, fname):
     return lw.value("quantized_dot", [lhs, rhs], attrs, what=f"I.{fname}", node=node)
 
 
-# -- explicit decode of a grouped format's packed carrier --------------------------
+# -- explicit decode of one row of a registered format ---------------------------------
 
 def decode(lw, node, fname):
-    """``I.decode(packed_row, scales_row, format=FMT, k=K)`` -> f32[K]."""
-    from ninfer_ir.formats import GroupedFormat
-    a = bind(lw, node, fname, ["packed", "scales", "format", "k"], 4)
-    packed = _tensor(lw, fname, "packed", a["packed"])
-    scales = _tensor(lw, fname, "scales", a["scales"])
-    fmt = _static(lw, fname, "format", a["format"], GroupedFormat,
-                  'a grouped format (a module-level I.formats.get("q4_g64_fp16"))')
-    k, where = a["k"]
-    count = lw.as_index(k, where, "the element count k")
-    dim = _symbol_of(count) if isinstance(k, Value) else int(k)
-    op = lw.emit("decode", [packed, scales, count], {"format": fmt}, [TensorType(f32, (dim,))],
+    """``I.decode(<row operands>, format=FMT[, k=K])`` -> f32[K]: the operands of the
+    format's family (``numerics.decode.signature``). ``k`` is an operand of a grouped
+    decode; for the other formats it only names the result's length (``x.shape[0]``),
+    which the run-time shape check of the result then holds the row to."""
+    from ninfer_ir.formats import Format
+    from ninfer_ir.numerics.decode import family, result_dtype, row_length, signature
+    args = [(lw.expr(a), a) for a in node.args]
+    kws = {}
+    for kw in node.keywords:
+        if kw.arg in kws:
+            raise lw.error(kw, f"I.{fname} got argument '{kw.arg}' twice")
+        kws[kw.arg] = (lw.expr(kw.value), kw)
+    at = next((i for i, (v, _) in enumerate(args) if isinstance(v, Format)), None)
+    if "format" not in kws and at is not None:
+        kws["format"], rest, args = args[at], args[at + 1:], args[:at]
+        if len(rest) > 1 or (rest and "k" in kws):
+            raise lw.error(node, f"I.{fname} takes the row operands, then format and k")
+        if rest:
+            kws["k"] = rest[0]
+    if "format" not in kws:
+        raise lw.error(node, f"I.{fname} needs the argument 'format'")
+    fmt = _static(lw, fname, "format", kws.pop("format"), Format,
+                  'a registered format (a module-level I.formats.get("gguf_q4_k"))')
+    specs = signature(fmt)
+    params = [op.name for op in specs]
+    length = None if family(fmt) == "grouped" else kws.pop("k", None)
+    bound = dict(zip(params, args))
+    if len(args) > len(params):
+        raise lw.error(args[len(params)][1], f"I.{fname} of {fmt.name} takes "
+                                             f"{', '.join(params)}, format; got "
+                                             f"{len(args)} row operand(s)")
+    takes = ", ".join(params) + (", format" if family(fmt) == "grouped" else ", format[, k]")
+    for name, arg in kws.items():
+        if name not in params or name in bound:
+            raise lw.error(arg[1], f"I.{fname} of {fmt.name} takes {takes}; got argument "
+                                   f"'{name}'" + (" twice" if name in bound else ""))
+        bound[name] = arg
+    missing = [p for p in params if p not in bound]
+    if missing:
+        raise lw.error(node, f"I.{fname} of {fmt.name} needs the argument '{missing[0]}'")
+    operands, sizes = [], []
+    for spec in specs:
+        v, where = bound[spec.name]
+        if spec.kind == "count":
+            operands.append(lw.as_index(v, where, "the element count k"))
+            dim = _symbol_of(operands[-1]) if isinstance(v, Value) else int(v)
+        elif spec.kind == "row":
+            operands.append(_tensor(lw, fname, spec.name, (v, where)))
+            sizes.append(operands[-1].type.shape[0] if operands[-1].type.rank == 1 else None)
+        else:
+            operands.append(_scalar_operand(lw, fname, spec, v, where))
+    if family(fmt) != "grouped":
+        static = all(isinstance(n, int) for n in sizes)
+        dim = row_length(fmt, sizes) if static else (sizes[0] if family(fmt) != "gguf" else None)
+        if length is not None:     # names the row length (checked at run time), no operand
+            v, where = length
+            dim = _symbol_of(lw.as_index(v, where, "the element count k")) \
+                if isinstance(v, Value) else int(v)
+    op = lw.emit("decode", operands, {"format": fmt}, [TensorType(result_dtype(fmt), (dim,))],
                  what=f"I.{fname}", node=node)
     return op.result
+
+
+def _scalar_operand(lw, fname, spec, v, where):
+    if not isinstance(v, Value) or v.type is not spec.dtype:
+        from .scope import describe
+        raise lw.error(where, f"I.{fname}: {spec.name} must be one {spec.dtype} scalar "
+                              f"(such as s[n] of a {spec.dtype} tensor), got {describe(v)}")
+    return v
 
 
 def _symbol_of(v):

@@ -87,11 +87,13 @@ def min(x):
     return reduce(x, "min")
 
 
-def decode(packed, scales, format=None, k=None):
-    """One packed row of a grouped format (``format.pack``) -> f32[k]:
-    ``binary32(s32 * binary32(q))`` per element (no code validation)."""
+def decode(*rows, format=None, k=None, **named):
+    """One row of a registered format -> f32[K], exactly the registry's ``decode``:
+    ``decode(packed, scales, format=GROUPED, k=K)``, ``decode(blocks, format=GGUF)``,
+    ``decode(words, format=BF16)``, ``decode(codes, scale, format=FP8_ROW)``,
+    ``decode(codes, scales, divisor, format=NVFP4)`` (docs/decode.md)."""
     from ninfer_ir.backends.interp.eager import decode as _f
-    return _f(packed, scales, format=format, k=k)
+    return _f(*rows, format=format, k=k, **named)
 
 
 def select(c, a, b):

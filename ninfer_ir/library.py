@@ -209,6 +209,8 @@ def _row_view(sv, iv, loop) -> bool:
 
 
 def _decoded_row(loop, dec, invariant):
+    if dec.count is None:
+        return f"the rows kernel decodes grouped formats, not {dec.attrs['format'].name}"
     iv = loop.body.args[0]
     dots = [u.op for u in dec.result.uses]
     if len(dots) != 1 or not isinstance(dots[0], O.DotOp):

@@ -33,7 +33,8 @@ from .numerics.semantics import int_range
 from .opbase import (ContractionOp, ReadsNothing, WritesDest, attr, attribute, describe,
                      index_operand, n_operands, n_results, no_bf16, operand_at, operands_from,
                      order_attr, scalar, shaped, shapes_compatible)
-from .ops_quant import DecodeOp, QuantizedDotOp, QuantizeIntoOp, QuantizeOp
+from .ops_decode import DecodeOp
+from .ops_quant import QuantizedDotOp, QuantizeIntoOp, QuantizeOp
 from .ops_select import KernelCallOp
 from .types import (BufferType, ScalarType, ShapedType, TensorType, bool_, dims_equal, f16, f32,
                     index)

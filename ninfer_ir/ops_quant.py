@@ -1,14 +1,13 @@
-"""The quantized ops (spec §1–§4) and explicit decode of grouped formats: ``quantize``,
-``quantized_dot``, their destination form ``quantize_into``, and ``decode``."""
+"""The quantized ops (spec §1–§4): ``quantize``, ``quantized_dot`` and their destination
+form ``quantize_into`` (``decode`` is in ``ops_decode``)."""
 from __future__ import annotations
 
 from .ir import Operation
-from .numerics.decode import row_sizes
-from .opbase import (ContractionOp, WritesDest, attribute, describe, index_operand, n_operands,
-                     n_results, operand_at, order_attr, shaped)
+from .opbase import (ContractionOp, WritesDest, describe, index_operand, n_operands, n_results,
+                     operand_at, order_attr)
 from .quant import (QUANTIZE_TARGETS, DotPair, QuantizeTarget, QuantSchema, dot_pair,
                     pairs_text)
-from .types import BufferType, ScalarType, ShapedType, TensorType, dims_equal, f16, f32, u8
+from .types import BufferType, ScalarType, ShapedType, TensorType, dims_equal, f32, u8
 
 # -- the quantized ops (spec §1); formats from the closed tables of ninfer_ir.quant ------
 
@@ -157,52 +156,3 @@ class QuantizeIntoOp(WritesDest, Operation):
     def target(self) -> QuantizeTarget:
         return quantize_target_of(self)
 
-
-def _grouped_format(op):
-    from .formats.grouped import GroupedFormat
-    val = op.attrs.get("format")
-    if val is None:
-        raise op.error("missing attribute 'format'")
-    if not isinstance(val, GroupedFormat):
-        raise op.error(f"attribute 'format' must be a grouped format (I.formats.get(...)), "
-                       f"got {describe(val)}")
-    return val
-
-
-class DecodeOp(Operation):
-    """``decode(packed, scales, k) {format = #q4_g64_fp16}``: one row of ``k`` elements of
-    a grouped format's packed carrier (u8 little-endian bit stream of ``bits``-wide
-    words, f16 scales, see docs/formats.md) -> f32[K], each element
-    ``binary32(s32 * binary32(q))``. No validation of codes happens here: the producer
-    established the code contract; the row geometry is checked at run time."""
-    name = "decode"
-
-    packed = operand_at(0)
-    scales = operand_at(1)
-    count = operand_at(2)
-    format = attribute("format")
-
-    def verify_(self):
-        n_operands(self, 3)
-        index_operand(self, self.operands[2], "the element count")
-        n_results(self, 1)
-        fmt = _grouped_format(self)
-        p = shaped(self, self.operands[0], "packed codes")
-        s = shaped(self, self.operands[1], "scales")
-        if p.dtype is not u8 or p.rank != 1:
-            raise self.error(f"packed codes must be one u8 row, got {p}")
-        if s.dtype is not f16 or s.rank != 1:
-            raise self.error(f"scales must be one f16 row, got {s}")
-        r = self.result.type
-        if not isinstance(r, TensorType) or r.dtype is not f32 or r.rank != 1:
-            raise self.error(f"result must be tensor<f32[K]>, got {r}")
-        k = r.shape[0]
-        if isinstance(k, int):
-            if k < 1:
-                raise self.error("a decoded row holds at least one element")
-            want_p, want_s = row_sizes(fmt, k)
-            if isinstance(p.shape[0], int) and p.shape[0] != want_p:
-                raise self.error(f"{k} {fmt.bits}-bit codes pack into {want_p} bytes, got {p}")
-            if isinstance(s.shape[0], int) and s.shape[0] != want_s:
-                raise self.error(f"{k} elements in groups of {fmt.group} need {want_s} "
-                                 f"scales, got {s}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from ninfer_ir import ops as O
 from ninfer_ir.builder import Builder
+from ninfer_ir.numerics.decode import family
 from ninfer_ir.types import BufferType, ScalarType, ShapedType, TensorType, f32, index
 
 from .analysis import attached, is_fused, may_alias, next_op
@@ -63,6 +64,19 @@ class Lower(Pass):
 
 #: ops that read a lazy decoded row element by element (see docs/ir.md)
 _LAZY_READERS = (O.LoadOp, O.DotOp, O.ReduceOp, O.CopyOp, O.ElementwiseOp)
+
+
+def _decoded_length(b, op):
+    """The element count of a decoded row, from its operands (a grouped row's count; a
+    gguf row's bytes / block_bytes * block_values; else the first row's length)."""
+    if op.count is not None:
+        return op.count
+    fmt = op.attrs["format"]
+    n = b.value("dim", op.operands[0], axis=0)
+    if family(fmt) != "gguf":
+        return n
+    blocks = b.value("div", n, b.constant(fmt.block_bytes, index))
+    return b.value("mul", blocks, b.constant(fmt.block_values, index))
 
 #: ops whose tensor results become loops (rank >= 1) or scalars (rank 0)
 _COMPUTED = (O.ElementwiseOp, O.ContractionOp, O.QuantizeOp)
@@ -119,19 +133,20 @@ class _FuncLowering:
         self.dims.finish()
 
     def _stage_sliced_decodes(self):
-        """A decoded row is lazy (read where used); one that is viewed (``w[a:b]``) is
-        first copied into a row buffer of its own, freed at the end of its block."""
+        """A decoded row is lazy (read where used, its length taken by ``dim``); one that
+        is viewed (``w[a:b]``) is first copied into a row buffer of its own, freed at the
+        end of its block."""
         for op in list(self.func.walk()):
             if not isinstance(op, O.DecodeOp) \
-                    or all(isinstance(u.op, _LAZY_READERS) for u in op.result.uses):
+                    or all(isinstance(u.op, _LAZY_READERS + (O.DimOp,)) for u in op.result.uses):
                 continue
             t = op.result.type
             b = Builder().after(op)
-            sizes = [] if isinstance(t.shape[0], int) else [op.count]
-            row = b.create("alloc", sizes, result_types=[BufferType(f32, t.shape)],
+            sizes = [] if isinstance(t.shape[0], int) else [_decoded_length(b, op)]
+            row = b.create("alloc", sizes, result_types=[BufferType(t.dtype, t.shape)],
                            names=[(op.result.name_hint or "w") + "_row"]).result
             for use in list(op.result.uses):
-                if not isinstance(use.op, _LAZY_READERS):
+                if not isinstance(use.op, _LAZY_READERS + (O.DimOp,)):
                     use.op.set_operand(use.index, row)
             b.create("copy", [op.result, row], result_types=[])
             Builder().before(op.parent.terminator).create("dealloc", [row], result_types=[])

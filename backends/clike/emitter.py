@@ -393,21 +393,7 @@ class CLikeEmitter:
         name, lib = op.name, self.lib
         if t is bf16 and op.computes:
             raise VerifyError("bf16 values are only cast or bitcast; cast to f32 to compute", op)
-        if isinstance(op, O.SelectOp):
-            expr = f"({x[0]} ? {x[1]} : {x[2]})"
-        elif isinstance(op, O.CmpOp):
-            expr = lib.compare_expr(op.pred, t, x[0], x[1])
-        elif isinstance(op, O.BitcastOp):
-            expr = lib.bitcast_expr(t, op.to, x[0])
-        elif isinstance(op, O.CastOp):
-            expr = lib.cast_expr(t, op.to, x[0])
-        elif isinstance(op, O.UnaryOp):
-            expr = lib.unary_expr(name, t, x[0])
-        elif name in _BITWISE:
-            expr = f"({scalars.c_type(t)})({x[0]} {_BITWISE[name]} {x[1]})"
-        else:
-            expr = f"{lib.binary(name, t)}({x[0]}, {x[1]})"
-        return self.let(op.result, expr)
+        return self.let(op.result, lib.scalar_expr(name, t, x, op.attrs))
 
     def lower_for(self, op):
         lb, ub, st = (self.value(v) for v in (op.lower, op.upper, op.step))
@@ -488,8 +474,6 @@ def _scalar_of(e, op, x):
         raise e.no_lowering(op, " carrying or yielding a view (only scalars and rank-0 values)")
     return x.expr if isinstance(x, Reg) else x
 
-
-_BITWISE = {O.AndOp.name: "&", O.OrOp.name: "|", O.XorOp.name: "^"}
 
 RULES = {cls: CLikeEmitter.lower_scalar for cls in SCALAR_OPS}
 RULES.update({O.ConstantOp: CLikeEmitter.lower_constant, O.ForOp: CLikeEmitter.lower_for,

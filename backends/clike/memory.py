@@ -10,17 +10,25 @@ as the interpreter checks them (``0 <= i < n``; ``0 <= start <= stop <= n`` and
 a bound symbol is checked against its run-time size (the interpreter's
 ``VerifyError``), after which the declared size is used.
 
-``decode`` gives a lazy f32 row (``Decoded``): element ``k`` is computed where it is
-read (``load``, ``dot``, ``reduce``, ``copy``) by a per-format helper, exactly as
-``ninfer_ir/numerics/decode.py``: the ``b``-bit little-endian word at stream bits
-``[k*b, (k+1)*b)`` (a byte past the row reads as 0), its signed code, and
-``binary32(s32 * binary32(q))`` with ``s32`` the group's binary16 scale.
+``decode`` gives a lazy row (``Decoded``): element ``k`` is computed where it is
+read (``load``, ``dot``, ``reduce``, ``copy``) by a per-format helper. A grouped
+format's helper is written here, exactly as ``ninfer_ir/numerics/decode.py``: the
+``b``-bit little-endian word at stream bits ``[k*b, (k+1)*b)`` (a byte past the row
+reads as 0), its signed code, and ``binary32(s32 * binary32(q))`` with ``s32`` the
+group's binary16 scale. Every other format's helper is the body that
+``ninfer_ir/mathlib/decoders.py``'s ``element`` emits in ``CContext`` (one ``const``
+temporary per op, the constant tables as static arrays).
 """
 from __future__ import annotations
 
 from ninfer_ir import ops as O
 from ninfer_ir.ir import BlockArgument, FuncOp
 from ninfer_ir.types import ScalarType, ShapedType, index
+
+from ninfer_ir.mathlib.core import Val
+from ninfer_ir.mathlib.decoders import element as decoded_element
+from ninfer_ir.numerics.decode import family, signature
+from ninfer_ir.types import i64
 
 from .scalars import c_type
 
@@ -44,19 +52,18 @@ class Reg:
 
 
 class Decoded:
-    """A lazy decoded f32 row: ``sizes`` like a view, elements computed when read."""
-    __slots__ = ("packed", "scales", "fn", "sizes", "dtype")
+    """A lazy decoded row: ``sizes`` like a view, elements computed when read by
+    ``fn(*args, k)``."""
+    __slots__ = ("args", "fn", "sizes", "dtype")
 
-    def __init__(self, packed, scales, fn, k, dtype):
-        self.packed, self.scales, self.fn, self.sizes, self.dtype = packed, scales, fn, [k], dtype
+    def __init__(self, args, fn, k, dtype):
+        self.args, self.fn, self.sizes, self.dtype = [str(a) for a in args], fn, [k], dtype
 
 
 def element(e, x, idx) -> str:
     """A C expression for element ``idx`` of a view or decoded row (no bounds check)."""
     if isinstance(x, Decoded):
-        p, s = x.packed, x.scales
-        return (f"{x.fn}({p.ptr}, {p.strides[0]}, {p.sizes[0]}, {s.ptr}, {s.strides[0]}, "
-                f"{idx[0]})")
+        return f"{x.fn}({', '.join(x.args)}, {idx[0]})"
     return f"{e.lib.load(x.dtype)}({address(x, idx)})"
 
 
@@ -312,13 +319,35 @@ def lower_dealloc(e, op):
 
 
 def lower_decode(e, op):
-    packed, scales, k = (e.value(v) for v in op.operands)
     fmt = op.attrs["format"]
-    p, n = packed.sizes[0], scales.sizes[0]
-    e.guard(f"{k} >= 1 && {k} < ((nq_i64)1 << 56) && {p} == ({k} * {fmt.bits} + 7) / 8 && "
-            f"{n} == ({k} + {fmt.group - 1}) / {fmt.group}", ("decode", op, 0), [p, n, k])
-    row = Decoded(packed, scales, decode_fn(e.lib, fmt), k, op.result.type.dtype)
+    inputs = [e.value(v) for v in op.operands]
+    if family(fmt) != "grouped":
+        sizes = [x.sizes[0] for x, spec in zip(inputs, signature(fmt)) if spec.kind == "row"]
+        e.guard(_geometry_ok(fmt, sizes), ("decode", op, 0), sizes)
+        k = (f"({sizes[0]}) / {fmt.block_bytes} * {fmt.block_values}"
+             if family(fmt) == "gguf" else sizes[0])
+        fn = element_fn(e.lib, fmt, e.CONST_DATA)
+        args = [a for x in inputs
+                for a in ((x.ptr, x.strides[0], x.sizes[0]) if isinstance(x, View) else (x,))]
+    else:
+        (packed, scales, k), p, n = inputs, inputs[0].sizes[0], inputs[1].sizes[0]
+        e.guard(f"{k} >= 1 && {k} < ((nq_i64)1 << 56) && {p} == ({k} * {fmt.bits} + 7) / 8 && "
+                f"{n} == ({k} + {fmt.group - 1}) / {fmt.group}", ("decode", op, 0), [p, n, k])
+        fn = decode_fn(e.lib, fmt)
+        args = [packed.ptr, packed.strides[0], p, scales.ptr, scales.strides[0]]
+    row = Decoded(args, fn, k, op.result.type.dtype)
     return conform(e, op, row, op.result.type)
+
+
+def _geometry_ok(fmt, sizes) -> str:
+    """``numerics.decode.row_problem(fmt, sizes) is None`` as a C condition."""
+    n = sizes[0]
+    fam = family(fmt)
+    if fam == "gguf":
+        return f"{n} >= 1 && {n} % {fmt.block_bytes} == 0"
+    if fam == "nvfp4":
+        return f"{n} >= 1 && {n} % 16 == 0 && {sizes[1]} == {n} / 16"
+    return f"{n} >= 1"
 
 
 def decode_fn(lib, fmt) -> str:
@@ -337,6 +366,66 @@ def decode_fn(lib, fmt) -> str:
 }
 """, BITS=fmt.bits, MASK=(1 << fmt.bits) - 1, CODE=code, GROUP=fmt.group,
         MUL=lib.binary("mul", f32), H2F=lib.f16_to_f32(), LDH=lib.load(f16))
+
+
+class CContext:
+    """The math library's context that writes each op as one ``const`` C temporary,
+    with the scalar expressions of the emitter (``Library.scalar_expr``); a table is a
+    file-scope array qualified by ``const_data`` (the emitter's ``CONST_DATA``)."""
+
+    def __init__(self, lib, const_data):
+        self.lib, self.lines, self.const_data = lib, [], const_data
+
+    def const(self, value, t):
+        return Val(self, self.lib.constant(t, float(value) if t.is_float else value), t)
+
+    def let(self, expr, t):
+        name = f"t{len(self.lines)}"
+        self.lines.append(f"    const {c_type(t)} {name} = {expr};")
+        return Val(self, name, t)
+
+    def op(self, name, args, attrs, t):
+        return self.let(self.lib.scalar_expr(name, args[-1].t, [a.v for a in args], attrs), t)
+
+    def table(self, key, values, idx):
+        from ninfer_ir.types import from_numpy
+        t = from_numpy(values.dtype)
+        items = ", ".join(str(int(v)) + ("u" if t.kind == "uint" else "") for v in values)
+        name = self.lib.define(f"nq_decode_table_{key}", "$Q $T $NAME[$N] = {$ITEMS};\n",
+                               Q=self.const_data, T=c_type(t), N=len(values), ITEMS=items)
+        return self.let(f"{name}[{idx.cast(i64).v}]", t)
+
+
+class _CRow:
+    """A row's operands as parameters of the element helper (``p<i>``, ``s<i>``: byte
+    pointer and byte stride of a row; ``a<i>``: a scalar)."""
+
+    def __init__(self, c, fmt):
+        self.c, self.specs = c, signature(fmt)
+
+    def load(self, i, idx):
+        t = self.specs[i].dtype
+        return self.c.let(f"{self.c.lib.load(t)}(p{i} + {idx.v} * s{i})", t)
+
+    def scalar(self, i):
+        return Val(self.c, f"a{i}", self.specs[i].dtype)
+
+
+def element_fn(lib, fmt, const_data) -> str:
+    """The C helper ``T nq_decode_<format>(<row parameters>, nq_i64 k)`` of a
+    non-grouped format: ``decoders.element`` emitted in ``CContext``."""
+    name = f"nq_decode_{fmt.name}"
+    if name in lib.defs:
+        return name
+    c = CContext(lib, const_data)
+    row = _CRow(c, fmt)
+    value = decoded_element(fmt, row, Val(c, "k", i64))
+    params = [f"const nq_u8* p{i}, nq_i64 s{i}, nq_i64 n{i}" if spec.kind == "row"
+              else f"{c_type(spec.dtype)} a{i}" for i, spec in enumerate(row.specs)]
+    unused = "".join(f"    (void)n{i};\n" for i, spec in enumerate(row.specs) if spec.kind == "row")
+    return lib.define(name, "$FN $T $NAME($P, nq_i64 k) {\n$UNUSED$BODY\n    return $V;\n}\n",
+                      T=c_type(value.t), P=", ".join(params), UNUSED=unused,
+                      BODY="\n".join(c.lines), V=value.v)
 
 
 def ctype_of(t) -> str:

@@ -35,6 +35,7 @@ from ninfer_ir.types import (ScalarType, bf16, bool_, f16, f32, f64, i64, index,
 
 __all__ = ["Library", "c_type", "c_name", "literal", "constant_bits"]
 
+_BITWISE = {"and": "&", "or": "|", "xor": "^"}
 _C_TYPES = {
     "f16": "nq_f16", "bf16": "nq_bf16", "f32": "float", "f64": "double",
     "i8": "nq_i8", "i16": "nq_i16", "i32": "nq_i32", "i64": "nq_i64",
@@ -289,6 +290,23 @@ class Library:
             HIV=_int_literal(to, hi), VIA="nq_u64" if to.kind == "uint" else "nq_i64")
 
     # -- binary and unary ops ---------------------------------------------------------
+
+    def scalar_expr(self, name: str, t: ScalarType, x, attrs) -> str:
+        """A C expression for scalar op ``name`` on operand expressions ``x`` of dtype
+        ``t`` (the last operand's; ``attrs``: ``pred`` of ``cmp``, ``to`` of casts)."""
+        if name == "select":
+            return f"({x[0]} ? {x[1]} : {x[2]})"
+        if name == "cmp":
+            return self.compare_expr(attrs["pred"], t, x[0], x[1])
+        if name == "bitcast":
+            return self.bitcast_expr(t, attrs["to"], x[0])
+        if name == "cast":
+            return self.cast_expr(t, attrs["to"], x[0])
+        if name in ("neg", "abs", "not"):
+            return self.unary_expr(name, t, x[0])
+        if name in _BITWISE:
+            return f"({c_type(t)})({x[0]} {_BITWISE[name]} {x[1]})"
+        return f"{self.binary(name, t)}({x[0]}, {x[1]})"
 
     def binary(self, name: str, t: ScalarType) -> str:
         """The helper computing ``name`` on two values of ``t``; returns its name."""

@@ -17,7 +17,7 @@ import numpy as np
 from ninfer_ir import ops as O
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.numerics import quantized, semantics
-from ninfer_ir.numerics.decode import check_row, decode_row
+from ninfer_ir.numerics.decode import decode_values, family, signature, values_problem
 from ninfer_ir.numerics.folds import dot_values, reduce_values
 from ninfer_ir.quant import QUANTIZE_TARGETS, QuantSchema, dot_pair, pairs_text
 from ninfer_ir.sumorder import SumOrder
@@ -212,21 +212,47 @@ def bind_arguments(func, args, kwargs):
 
 # -- decode and elementwise helpers of the facade -------------------------------------
 
-def decode(packed, scales, format=None, k=None) -> np.ndarray:
-    """Eager ``I.decode``: one packed row of a grouped format -> f32[k]."""
-    from ninfer_ir.formats import GroupedFormat
-    if not isinstance(format, GroupedFormat):
-        raise _fail("decode", f"attribute 'format' must be a grouped format "
+def decode(*rows, format=None, k=None, **named) -> np.ndarray:
+    """Eager ``I.decode``: one row of any registered format (operands as the format's
+    family takes them, ``numerics.decode.signature``) -> f32[K] (i32[K] for int32)."""
+    from ninfer_ir.formats import Format
+    rows = list(rows)
+    at = next((i for i, a in enumerate(rows) if isinstance(a, Format)), None)
+    if format is None and at is not None:      # I.decode(p, s, FMT, K): format positional
+        format, rest, rows = rows[at], rows[at + 1:], rows[:at]
+        if len(rest) > 1 or (rest and k is not None):
+            raise _fail("decode", "takes the row operands, then format and k")
+        k = rest[0] if rest else k
+    if not isinstance(format, Format):
+        raise _fail("decode", f"attribute 'format' must be a registered format "
                               f"(I.formats.get(...)), got {_describe(format)}")
-    packed = _array("decode", "packed", packed)
-    scales = _array("decode", "scales", scales)
-    if packed.dtype != np.uint8 or packed.ndim != 1 or scales.dtype != np.float16 \
-            or scales.ndim != 1:
-        raise _fail("decode", "takes one u8 packed row and one f16 scale row")
-    problem = check_row(packed, scales, format, k)
+    specs = [op for op in signature(format) if op.kind != "count"]
+    for spec in specs[len(rows):]:                 # rows given by name (codes=..., scale=...)
+        if spec.name in named:
+            rows.append(named.pop(spec.name))
+    if named:
+        raise _fail("decode", f"a {format.name} decode has no argument "
+                              f"{', '.join(map(repr, named))} (or got it twice)")
+    if len(rows) != len(specs):
+        raise _fail("decode", f"a {format.name} decode takes "
+                              f"{', '.join(map(repr, specs))}; got {len(rows)} operand(s)")
+    values = []
+    for spec, x in zip(specs, rows):
+        a = _array("decode", spec.name, x)
+        if a.dtype != spec.dtype.np_dtype or a.ndim != (1 if spec.kind == "row" else 0):
+            raise _fail("decode", f"{spec.name} must be one {spec.dtype} "
+                                  f"{'row' if spec.kind == 'row' else 'scalar'}, got "
+                                  f"{_describe(a)}")
+        values.append(a)
+    if family(format) == "grouped":
+        values.append(k)
+    problem = values_problem(format, values)
     if problem:
         raise _fail("decode", problem)
-    return decode_row(packed, scales, format, int(k))
+    out = decode_values(format, values)
+    if family(format) != "grouped" and k is not None and k != out.shape[0]:
+        raise _fail("decode", f"the row holds {out.shape[0]} elements, not k = {k!r}")
+    return out
 
 
 def _numeric(op, *xs):

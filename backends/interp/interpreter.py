@@ -53,7 +53,7 @@ from ninfer_ir.errors import DomainError, VerifyError
 from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import ScalarType, ShapedType, bf16, f64, i64, u64
 from ninfer_ir.numerics import domain, quantized, semantics
-from ninfer_ir.numerics.decode import check_row, decode_row
+from ninfer_ir.numerics.decode import decode_values, values_problem
 from ninfer_ir.numerics.folds import dot_values, reduce_values
 from ninfer_ir.verifier import verify_func
 
@@ -393,13 +393,13 @@ def _prep_target(op):
 
 
 def _decode(run, step, vals):
-    packed, scales, k = vals
     fmt = step.op.format
-    k = int(k)
-    problem = check_row(packed, scales, fmt, k)
+    if step.op.count is not None:
+        vals = [*vals[:2], int(vals[2])]
+    problem = values_problem(fmt, vals)
     if problem:
         raise domain.decode_row(problem)
-    return decode_row(packed, scales, fmt, k)
+    return decode_values(fmt, vals)
 
 
 def _check(run, step, vals):

@@ -54,3 +54,119 @@ def decode_row(packed, scales, fmt, k: int) -> np.ndarray:
     q = code_of_word(words_of_row(packed, fmt.bits, k), fmt).astype(np.float32)
     s = np.asarray(scales, dtype=np.float16).astype(np.float32)
     return (s[np.arange(k) // fmt.group] * q).astype(np.float32)
+
+
+# -- every registered format: operand signatures, row geometry, the oracle ---------------
+
+class Operand:
+    """One operand of ``decode`` for a format: a 1-D ``row`` of ``dtype``, a ``scalar``
+    of ``dtype``, or the element ``count`` (an index; grouped formats only)."""
+    __slots__ = ("name", "kind", "dtype")
+
+    def __init__(self, name: str, kind: str, dtype=None):
+        self.name, self.kind, self.dtype = name, kind, dtype
+
+    def __repr__(self):
+        return f"{self.name}: {self.dtype or 'index'}{'[..]' if self.kind == 'row' else ''}"
+
+
+def family(fmt) -> str:
+    """``grouped``, ``gguf``, ``direct``, ``fp8_row`` or ``nvfp4``."""
+    from ninfer_ir.formats.direct import DirectFormat
+    from ninfer_ir.formats.fp8_row import Fp8RowFormat
+    from ninfer_ir.formats.gguf import GgufFormat
+    from ninfer_ir.formats.grouped import GroupedFormat
+    from ninfer_ir.formats.nvfp4 import Nvfp4Format
+    for cls, name in ((GroupedFormat, "grouped"), (GgufFormat, "gguf"), (DirectFormat, "direct"),
+                      (Fp8RowFormat, "fp8_row"), (Nvfp4Format, "nvfp4")):
+        if isinstance(fmt, cls):
+            return name
+    raise TypeError(f"not a registered format: {fmt!r}")
+
+
+def signature(fmt) -> tuple[Operand, ...]:
+    """The operands ``decode`` takes for ``fmt``, in order."""
+    from ninfer_ir.types import f16, f32, u8, u16, u32
+    fam = family(fmt)
+    if fam == "grouped":
+        return Operand("packed", "row", u8), Operand("scales", "row", f16), Operand("k", "count")
+    if fam == "gguf":
+        return (Operand("blocks", "row", u8),)
+    if fam == "direct":
+        return (Operand("words", "row", u16 if fmt.width == 16 else u32),)
+    if fam == "fp8_row":
+        return (Operand("codes", "row", u8),
+                Operand("scale", "scalar", u16 if fmt.row_scale.name == "bf16" else f16))
+    return (Operand("codes", "row", u8), Operand("scales", "row", u8),
+            Operand("divisor", "scalar", f32))
+
+
+def result_dtype(fmt):
+    from ninfer_ir.types import f32, i32
+    return i32 if fmt.name == "int32" else f32
+
+
+def row_length(fmt, sizes):
+    """The element count of a (non-grouped) row whose row operands have ``sizes``."""
+    if family(fmt) == "gguf":
+        return sizes[0] // fmt.block_bytes * fmt.block_values
+    return sizes[0]
+
+
+def row_problem(fmt, sizes) -> str | None:
+    """Why row operands of lengths ``sizes`` are not one row of ``fmt`` (not grouped), or
+    None when they are."""
+    fam = family(fmt)
+    n = sizes[0]
+    if fam == "gguf":
+        if n >= 1 and n % fmt.block_bytes == 0:
+            return None
+        return (f"{n} bytes do not hold one {fmt.name} row (whole {fmt.block_bytes}-byte blocks "
+                f"of {fmt.block_values} values, at least one)")
+    if fam == "nvfp4":
+        if n >= 1 and n % 16 == 0 and sizes[1] == n // 16:
+            return None
+        return (f"{n} codes and {sizes[1]} scales do not hold one nvfp4 row (K a positive "
+                f"multiple of 16 codes and K/16 scales)")
+    if n >= 1:
+        return None
+    return f"an empty row is not one {fmt.name} row (at least one element)"
+
+
+def geometry_problem(fmt, nums) -> str:
+    """The message of a failed row-geometry guard (``nums``: grouped ``(packed, scales, k)``,
+    else the lengths of the row operands)."""
+    if family(fmt) == "grouped":
+        return row_mismatch(nums[0], nums[1], fmt, nums[2])
+    return row_problem(fmt, nums)
+
+
+def decode_values(fmt, values) -> np.ndarray:
+    """The oracle of ``decode`` of any format: ``values`` are the operands' arrays (rows
+    1-D, scalars 0-d) of a row whose geometry fits. The registry's own decode defines
+    every value (codes are not validated: an FP8 NaN word decodes to NaN, an NVFP4 code
+    byte's high four bits are ignored)."""
+    from ninfer_ir.formats.fp8_row import RowScaledCodes
+    from ninfer_ir.formats.nvfp4 import Nvfp4Codes
+    fam = family(fmt)
+    if fam == "grouped":
+        return decode_row(values[0], values[1], fmt, int(values[2]))
+    if fam in ("gguf", "direct"):
+        return fmt.decode(np.asarray(values[0]))
+    if fam == "fp8_row":
+        codes, scale = values
+        scale = np.asarray(scale).reshape(1).astype(fmt.row_scale.dtype)
+        return fmt.decode(RowScaledCodes(fmt, np.asarray(codes)[None], scale), check=False)[0]
+    codes, scales, divisor = values
+    enc = Nvfp4Codes(fmt, (np.asarray(codes) & np.uint8(15))[None], np.asarray(scales)[None],
+                     np.asarray(divisor, dtype=np.float32).reshape(1))
+    return fmt.decode(enc, check=False)[0]
+
+
+def values_problem(fmt, values) -> str | None:
+    """Why operand arrays ``values`` (of the right dtypes and ranks) are not one row of
+    ``fmt``, or None when they are (the interpreter's run-time check)."""
+    if family(fmt) == "grouped":
+        return check_row(values[0], values[1], fmt, values[2])
+    sizes = [np.shape(v)[0] for v, op in zip(values, signature(fmt)) if op.kind == "row"]
+    return row_problem(fmt, sizes)

@@ -122,7 +122,7 @@ CASES = [
     ("decode format", q("  %k = dim(%p) {axis = 0} : index\n"
                         "  %w = decode(%p, %s, %k) {format = #q8_k} : tensor<f32[K]>",
                         "%p: tensor<u8[P]>, %s: tensor<f16[S]>"),
-     I.VerifyError, "must be a grouped format (I.formats.get(...)), got the quant schema #q8_k"),
+     I.VerifyError, "must be a registered format (I.formats.get(...)), got the quant schema #q8_k"),
     ("decode geometry", q("  %k = constant() {value = 100} : index\n"
                           "  %w = decode(%p, %s, %k) {format = #q4_g64_fp16} : tensor<f32[100]>",
                           "%p: tensor<u8[49]>, %s: tensor<f16[2]>"),

@@ -22,10 +22,11 @@ import numpy as np
 
 from ninfer_ir.numerics.folds import fold_identity
 from ninfer_ir.sumorder import SumOrder
-from ninfer_ir.types import ScalarType
+from ninfer_ir.types import ScalarType, f32
 
 from ninfer_ir.backends.llvm.gen import scalars as S
 from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, carried_loop, i64c, no_lowering
+from ninfer_ir.backends.llvm.gen.decoded import Decoded
 from ninfer_ir.backends.llvm.gen.memory import load_element
 from ninfer_ir.backends.llvm.gen.vfolds import unit_stride_loader, vector_fold
 from ninfer_ir.backends.abi import Guard
@@ -33,6 +34,7 @@ from ninfer_ir.backends.abi import Guard
 __all__ = ["counted_loop", "fold_loop", "ordered_fold", "lower_dot", "lower_reduce"]
 
 STACK_DEPTH = 64
+STAGE = 64          # decoded elements per chunk of a staged dot
 
 
 def fold_loop(e, k0, k1, inits, step):
@@ -160,15 +162,47 @@ def lower_dot(e, op):
     t = x.dtype
     e.guard(b.icmp_signed("==", x.shape[0], y.shape[0]), Guard("dot", op),
             [x.shape[0], y.shape[0]])
+    order = SumOrder.parse(op.attrs.get("order", "seq"))
+    if t is f32 and order.chunk is None and not order.tree and \
+            (isinstance(x, Decoded) or isinstance(y, Decoded)):
+        return Reg(_staged_seq_dot(e, x, y))
 
     def elem(k):
         return S.BINARY["mul"](b, t, load_element(b, x, [k]), load_element(b, y, [k]))
     def add(p, q):
         return S.BINARY["add"](b, t, p, q)
-    order = SumOrder.parse(op.attrs.get("order", "seq"))
     loader = unit_stride_loader(e, [x, y], lambda p, q: S.BINARY["mul"](b, t, p, q))
     return Reg(ordered_fold(e, x.shape[0], elem, add, _identity("add", t), order, loader,
                             _neutral("add", t)))
+
+
+def _staged_seq_dot(e, x, y):
+    """The ``seq`` f32 dot of a decoded row: each chunk of ``STAGE`` elements is first
+    decoded into a stack buffer (a loop that carries no value, which LLVM may
+    vectorize), then its rounded products are added in order. The sum starts at -0.0,
+    so the first addition gives the first product exactly; an empty dot is +0."""
+    b = e.b
+    n = x.shape[0]
+    buf = e.entry_alloca(ir.ArrayType(ir.FloatType(), STAGE), align=64)
+    dec = x if isinstance(x, Decoded) else y
+
+    def slot(k, lo):
+        return b.gep(buf, [i64c(0), b.sub(k, lo)])
+
+    def chunk(j, vals):
+        lo = b.mul(j, i64c(STAGE))
+        hi = b.add(lo, i64c(STAGE))
+        hi = b.select(b.icmp_signed("<", n, hi), n, hi)
+        counted_loop(e, lo, hi, lambda k: b.store(dec.element(b, k), slot(k, lo)))
+
+        def add(k, acc):
+            w = b.load(slot(k, lo))
+            pair = (w, load_element(b, y, [k])) if dec is x else (load_element(b, x, [k]), w)
+            return [S.BINARY["add"](b, f32, acc[0], S.BINARY["mul"](b, f32, *pair))]
+        return fold_loop(e, lo, hi, vals, add)
+    chunks = b.sdiv(b.add(n, i64c(STAGE - 1)), i64c(STAGE))
+    acc, = fold_loop(e, i64c(0), chunks, [S.constant(f32, -0.0)], chunk)
+    return b.select(b.icmp_signed(">", n, i64c(0)), acc, S.constant(f32, 0.0))
 
 
 def _float_minmax_fold(e, x, kind, t):

@@ -40,13 +40,13 @@ def _captures(loop):
 
 
 def _parts(x):
-    """The ``ir.Value``s a mapped value is made of (a decoded row: its two views and k)."""
+    """The ``ir.Value``s a mapped value is made of (a decoded row: its inputs and k)."""
     if isinstance(x, View):
         return [x.ptr, *x.shape, *x.strides]
     if isinstance(x, Reg):
         return [x.value]
     if isinstance(x, Decoded):
-        return _parts(x.packed) + _parts(x.scales) + [x.shape[0]]
+        return [p for i in x.inputs for p in _parts(i)] + [x.shape[0]]
     return [x]
 
 
@@ -58,10 +58,12 @@ def _rebuild(x, parts):
     if isinstance(x, Reg):
         return Reg(parts[0])
     if isinstance(x, Decoded):
-        n = len(_parts(x.packed))
-        packed = _rebuild(x.packed, parts[:n])
-        scales = _rebuild(x.scales, parts[n:-1])
-        return Decoded(packed, scales, x.fmt, parts[-1])
+        inputs, at = [], 0
+        for i in x.inputs:
+            n = len(_parts(i))
+            inputs.append(_rebuild(i, parts[at:at + n]))
+            at += n
+        return Decoded(inputs, x.fmt, parts[-1], x.dtype)
     return parts[0]
 
 
