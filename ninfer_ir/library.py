@@ -1,21 +1,43 @@
 """What the CPU library kernels compute, as a match over a loop: ``match_loop(loop)``
-gives a ``Match`` (the kernel, its parameters, the matched ops) or the reason the loop is
-not one. The ``select`` pass (``passes/select.py``) decides with it and the CPU emitter
-reads the matched ops of the loop a ``kernel_call`` names with it, so the two never
-disagree about what a kernel computes.
+gives a ``Match`` (the kernel, its parameters, the matched ``RowLoop``) or the reason the
+loop is not one. The ``select`` pass (``passes/select.py``) decides with it and the CPU
+emitter reads the matched ops of the loop a ``kernel_call`` names with it, so the two
+never disagree about what a kernel computes.
 
-* ``<stem>_dot_rows`` (one per pair of ``quant.PAIRS``: ``q4k_q8k_dot_rows``,
-  ``q40_q80_dot_rows``, ...): ``for n { y[..., n] = quantized_dot(w[n], xq) }`` with order
-  ``seq``, ``w``, ``xq``, ``y`` and the leading indices of ``y`` defined outside the
-  loop, and nothing else in the body (no epilogue on the dot's value);
-* ``decode_dot_rows``: ``for n { y[n] = dot(decode(p[n], s[n], k), x) }`` (or
-  ``dot(x, ...)``) for the orders the kernel computes: ``seq``, and ``chunk<C>`` or
-  ``chunk<C>/tree`` with ``C`` a multiple of the format's period (``lcm(bits, 32) /
-  bits`` codes); ``k`` defined outside the loop or by ``dim``/``constant`` ops of the
-  body.
+A row loop ``for n`` (step 1, no carried values) is matched when its body is
 
-Both need a loop with step 1 that carries no values. A nest of two such loops over
-``m`` and ``n`` whose inner loop is the ``q4k_q8k_dot_rows`` loop of the ``m``-th
+* one or more **row dots**, all computed by one kernel:
+
+  - ``<stem>_dot_rows`` (one per pair of ``quant.PAIRS``: ``q4k_q8k_dot_rows``,
+    ``q40_q80_dot_rows``, ...): ``quantized_dot(w[n], xq)`` with order ``seq`` and
+    ``w``, ``xq`` defined outside the loop (every pair gets epilogues alike);
+  - ``decode_dot_rows``: ``dot(decode(p[n], s[n], k), x)`` (or ``dot(x, ...)``) for the
+    orders the kernel computes: ``seq``, and ``chunk<C>`` or ``chunk<C>/tree`` with
+    ``C`` a multiple of the format's period (``lcm(bits, 32) / bits`` codes); ``p``,
+    ``s``, ``x`` defined outside the loop, ``k`` outside it or by a ``dim``/``constant``
+    op of the body;
+
+* then an **epilogue**, the rest of the body: elementwise ops (``ninfer_ir.ops``'s
+  elementwise family: arithmetic, math, casts, selects), ``check`` ops (the bounds
+  checks the passes place before a store), loads of the dots' values, loads
+  of values defined outside the loop at indices that are the row ``n`` or loop-invariant
+  (defined outside the loop or by a ``dim``/``constant`` op of the body), and at least
+  one store into a buffer defined outside the loop at such indices with ``n`` among
+  them. The epilogue may read and write anything, ``y`` itself included.
+
+``dim``/``constant`` ops of the body whose operands come from outside the loop are its
+*prologue*: they cannot fail and do not depend on the row, so they run once. Everything
+else loop-invariant has been hoisted by ``licm`` before ``select`` runs; elementwise
+work that does not depend on the dots (``b[n]`` loaded before the dot) is part of the
+epilogue and keeps its place in it.
+
+The kernel computes the dots of a block of rows, then the epilogue runs on each row of
+the block in the loop's order. That is the loop's result exactly when no dot can fail
+and no dot reads memory the epilogue writes: the CPU emitter checks both at run time and
+runs the loop itself where they do not hold.
+
+A nest of two row loops (step 1, no carried values) over
+``m`` and ``n`` whose inner loop is the plain ``q4k_q8k_dot_rows`` loop (no epilogue) of the ``m``-th
 activation row is a GEMM (``_gemm``): ``q4k_q8k_gemm`` when the row is ``xq[m]`` of
 Q8_K records ``[M, G, 292]`` defined outside the nest, ``q4k_q8k_gemm_quantize`` when
 the body first quantizes ``x[m]`` of f32 ``[M, G, 256]`` into an ``alloc`` that nothing
@@ -24,22 +46,109 @@ output is ``y[..., m, n]``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import lcm
 
 from . import ops as O
+from .alias import root
 from .sumorder import SumOrder
 
-__all__ = ["Match", "match_loop", "decode_rows_takes", "GEMM_KERNELS"]
+__all__ = ["Match", "RowLoop", "QuantizedRow", "DecodedRow", "match_loop",
+           "decode_rows_takes", "GEMM_KERNELS"]
+
+
+@dataclass
+class QuantizedRow:
+    """``quantized_dot(w[n], xq)``: ``view`` is the subview ``w[n]``, ``op`` the dot,
+    ``kernel`` the rows kernel of its pair of schemas (``op.pair.rows_kernel``)."""
+    view: object
+    op: object
+    kernel: str
+    what = "quantized_dot"
+
+    @property
+    def ops(self):
+        return (self.view, self.op)
+
+    @property
+    def result(self):
+        return self.op.result
+
+    @property
+    def params(self):
+        """The values the dot reads, in the kernel's parameter order (``w``, ``xq``)."""
+        return [self.view.operands[0], self.op.operands[1]]
+
+
+@dataclass
+class DecodedRow:
+    """``dot(decode(p[n], s[n], k), x)`` (``swapped``: ``dot(x, ...)``) in ``order``."""
+    p_view: object
+    s_view: object
+    decode: object
+    dot: object
+    swapped: bool
+    order: SumOrder
+    kernel = "decode_dot_rows"
+    what = "dot"
+
+    @property
+    def ops(self):
+        return (self.p_view, self.s_view, self.decode, self.dot)
+
+    @property
+    def result(self):
+        return self.dot.result
+
+    @property
+    def x(self):
+        return self.dot.operands[0 if self.swapped else 1]
+
+    @property
+    def params(self):
+        """The values the dot reads, in the kernel's parameter order (``p``, ``s``, ``x``)."""
+        return [self.p_view.operands[0], self.s_view.operands[0], self.x]
+
+
+@dataclass
+class RowLoop:
+    """A matched row loop: its prologue, its row dots, and its epilogue (every other op
+    of the body in order, without the ``yield``), with the epilogue's loads of memory
+    (not of a dot's value), its stores and its ``check`` ops."""
+    loop: object
+    prologue: list
+    dots: list
+    epilogue: list
+    loads: list = field(default_factory=list)
+    stores: list = field(default_factory=list)
+    checks: list = field(default_factory=list)
+
+    @property
+    def outputs(self) -> list:
+        """The buffers the epilogue stores into, each once, in order."""
+        out = []
+        for st in self.stores:
+            if not any(st.dest is v for v in out):
+                out.append(st.dest)
+        return out
+
+    @property
+    def plain(self) -> bool:
+        """One dot whose value is stored as it is (no epilogue)."""
+        ep = self.epilogue
+        return (len(self.dots) == 1 and len(ep) == 2 and isinstance(ep[0], O.LoadOp)
+                and ep[0].source is self.dots[0].result and isinstance(ep[1], O.StoreOp)
+                and ep[1].value is ep[0].result)
 
 
 @dataclass
 class Match:
-    """A loop a kernel computes: the kernel's name, its parameters (values defined
-    outside the loop) and the matched ops the emitter reads."""
+    """A loop a kernel computes: the kernel's name, its parameters (the dots' inputs,
+    then the outputs), its attributes and the matched ``RowLoop``."""
     kernel: str
     params: list
-    parts: tuple
+    parts: RowLoop
+    attrs: dict = field(default_factory=dict)
 
 
 def _outside(loop, v) -> bool:
@@ -52,7 +161,7 @@ def _only_use(v, op) -> bool:
 
 
 def _expr(v, loop, mark, name, depth=0) -> str:
-    """A short spelling of how the loop body computes ``v`` (``mark`` names the dot)."""
+    """A short spelling of how the loop body computes ``v`` (``mark`` names the dots)."""
     op = getattr(v, "op", None)
     if op is None or not loop.is_ancestor_of(op):
         return name(v)
@@ -65,30 +174,7 @@ def _expr(v, loop, mark, name, depth=0) -> str:
     return f"{op.name}({', '.join(_expr(o, loop, mark, name, depth + 1) for o in op.operands)})"
 
 
-def _stored(loop, result, what, kernel, name):
-    """The store of ``load(result)`` into ``y[..., n]``, or a reason there is none."""
-    iv = loop.body.args[0]
-    loads = [u.op for u in result.uses]
-    if len(loads) != 1 or not isinstance(loads[0], O.LoadOp):
-        return None, f"the {what}'s value is used by more than one load"
-    ld = loads[0]
-    uses = ld.result.uses
-    if len(uses) == 1 and isinstance(uses[0].op, O.StoreOp) and uses[0].index == 0:
-        st = uses[0].op
-        if st.operands[-1] is not iv:
-            return None, f"the row loop stores into {name(st.operands[1])} at an index " \
-                         f"other than the row {name(iv)} last"
-        return st, None
-    stores = [op for op in loop.body.ops if isinstance(op, O.StoreOp)]
-    if len(stores) == 1:
-        shown = _expr(stores[0].operands[0], loop, {result: what}, name)
-        return None, (f"the row loop stores `{shown}`, an epilogue the {kernel} kernel "
-                      f"does not take")
-    return None, f"the {what}'s value is not stored as it is into one output row"
-
-
-def _rows_quantized(loop, qd, name):
-    ops = loop.body.ops
+def _quantized_row(loop, qd, name):
     iv = loop.body.args[0]
     sv = getattr(qd.operands[0], "op", None)
     if not (isinstance(sv, O.SubviewOp) and sv.attrs.get("axes") == "i::"
@@ -100,21 +186,9 @@ def _rows_quantized(loop, qd, name):
     order = qd.attrs.get("order", "seq")
     if order != "seq":
         return f"the quantized_dot sums in order {order}; the kernel computes order seq"
-    kernel = qd.pair.rows_kernel
-    st, why = _stored(loop, qd.result, "quantized_dot", kernel, name)
-    if why:
-        return why
-    if not all(_outside(loop, v) for v in st.operands[1:-1]):
-        return "the output or its leading indices change inside the loop"
-    if len(ops) != 5 or ops.index(sv) != 0 or ops.index(qd) != 1 or ops[3] is not st:
-        others = [op.name for op in ops if op not in (sv, qd, st) and op.name not in
-                  ("load", "yield")]
-        return f"the body holds other ops besides the row dot and its store " \
-               f"({', '.join(others) or 'a different order'})"
     if not _only_use(sv.result, qd):
         return "the row view is used by other ops"
-    return Match(kernel, [sv.operands[0], qd.operands[1], st.operands[1]],
-                 (sv, qd, st))
+    return QuantizedRow(sv, qd, qd.pair.rows_kernel)
 
 
 def decode_rows_takes(fmt, order: SumOrder) -> bool:
@@ -134,14 +208,10 @@ def _row_view(sv, iv, loop) -> bool:
             and _outside(loop, sv.operands[0]))
 
 
-def _rows_decode(loop, dec, name):
+def _decoded_row(loop, dec, invariant):
     if dec.count is None:
         return f"the rows kernel decodes grouped formats, not {dec.attrs['format'].name}"
-    ops = loop.body.ops
     iv = loop.body.args[0]
-    pre = [op for op in ops if isinstance(op, (O.DimOp, O.ConstantOp))
-           and all(_outside(loop, v) for v in op.operands)]
-    rest = [op for op in ops if op not in pre]
     dots = [u.op for u in dec.result.uses]
     if len(dots) != 1 or not isinstance(dots[0], O.DotOp):
         return "the decoded row is not read by exactly one dot"
@@ -150,8 +220,7 @@ def _rows_decode(loop, dec, name):
     if not (_row_view(p_view, iv, loop) and _row_view(s_view, iv, loop)) or p_view is s_view:
         return "the decoded row is not row n of packed codes and scales defined outside " \
                "the loop"
-    k = dec.operands[2]
-    if not (_outside(loop, k) or getattr(k, "op", None) in pre):
+    if not invariant(dec.operands[2]):
         return "the row length is computed inside the loop"
     order = SumOrder.parse(dot.attrs.get("order", "seq"))
     if not decode_rows_takes(dec.attrs["format"], order):
@@ -165,21 +234,65 @@ def _rows_decode(loop, dec, name):
         return "the dot multiplies the decoded row by itself"
     if not _outside(loop, x) or x.type.rank != 1:
         return "the dot's other vector is not one vector defined outside the loop"
-    st, why = _stored(loop, dot.result, "dot", "decode_dot_rows", name)
-    if why:
-        return why
-    if len(st.operands) != 3 or not _outside(loop, st.operands[1]):
-        return "the output is not one vector defined outside the loop"
-    if len(rest) != 7 or set(rest[:2]) != {p_view, s_view} or rest[2:4] != [dec, dot] \
-            or rest[5] is not st:
-        others = [op.name for op in rest if op not in (p_view, s_view, dec, dot, st)
-                  and op.name not in ("load", "yield")]
-        return f"the body holds other ops besides the row dot and its store " \
-               f"({', '.join(others) or 'a different order'})"
+    if isinstance(getattr(root(x), "op", None), O.DecodeOp):
+        return "the dot's other vector is a decoded row (not memory)"
     if not (_only_use(p_view.result, dec) and _only_use(s_view.result, dec)):
         return "the row views are used by other ops"
-    return Match("decode_dot_rows", [p_view.operands[0], s_view.operands[0], x, st.operands[1]],
-                 (pre, p_view, s_view, dec, dot, st, swapped, order))
+    return DecodedRow(p_view, s_view, dec, dot, swapped, order)
+
+
+def _access(op, iv, invariant, name, verb):
+    """Why the load/store ``op`` of memory is not one the epilogue may hold, or None."""
+    where = name(op.source)
+    if not invariant(op.source):
+        return f"the epilogue {verb} {where}, a view computed inside the loop"
+    if isinstance(getattr(root(op.source), "op", None), O.DecodeOp):
+        return f"the epilogue {verb} {where}, a decoded row (not memory)"
+    if not all(i is iv or invariant(i) for i in op.indices):
+        return f"the epilogue {verb} {where} at an index computed inside the loop (the " \
+               f"row {name(iv)} and loop-invariant indices only)"
+    if isinstance(op, O.StoreOp) and sum(i is iv for i in op.indices) != 1:
+        return f"the row loop stores into {where} at indices without the row {name(iv)}"
+    return None
+
+
+def _epilogue(rows, invariant, name):
+    """Fill ``rows.loads``/``rows.stores`` from ``rows.epilogue``; the reason it is not an
+    epilogue the kernels take, or None."""
+    loop = rows.loop
+    iv = loop.body.args[0]
+    results = {d.result for d in rows.dots}
+    for d in rows.dots:
+        for u in d.result.uses:
+            if not (isinstance(u.op, O.LoadOp) and u.op in rows.epilogue):
+                return f"the {d.what}'s value is used by {u.op.name}, not only loaded"
+    for op in rows.epilogue:
+        if isinstance(op, O.LoadOp) and op.source in results:
+            continue
+        if isinstance(op, (O.LoadOp, O.StoreOp)):
+            why = _access(op, iv, invariant, name,
+                          "loads" if isinstance(op, O.LoadOp) else "stores into")
+            if why:
+                return why
+            (rows.loads if isinstance(op, O.LoadOp) else rows.stores).append(op)
+        elif isinstance(op, O.CheckOp):
+            rows.checks.append(op)
+        elif type(op) not in O.ELEMENTWISE:
+            return f"the body holds {op.name}, which is neither a row dot nor an " \
+                   f"elementwise epilogue (elementwise ops, checks, loads and stores at the row)"
+    if not rows.stores:
+        return "the row loop stores nothing"
+    return None
+
+
+def _epilogue_text(rows, name) -> str:
+    if len(rows.dots) == 1:
+        mark = {rows.dots[0].result: rows.dots[0].what}
+    else:
+        mark = {d.result: name(d.result) for d in rows.dots}
+    return "; ".join(
+        f"{name(st.dest)}[{', '.join(name(i) for i in st.indices)}] = "
+        f"{_expr(st.value, rows.loop, mark, name)}" for st in rows.stores)
 
 
 GEMM_KERNELS = ("q4k_q8k_gemm", "q4k_q8k_gemm_quantize")
@@ -206,7 +319,11 @@ def _gemm(loop, name):
     if found.kernel != "q4k_q8k_dot_rows":
         return f"no GEMM: the GEMM kernel takes Q4_K x Q8_K dots; the inner loop is a " \
                f"{found.kernel} loop"
-    sv, qd, st = found.parts
+    rows = found.parts
+    if not rows.plain or rows.prologue:
+        return "no GEMM: the GEMM kernel stores each dot as it is; the inner loop has an " \
+               "epilogue (its rows kernel takes it)"
+    sv, qd, st = rows.dots[0].view, rows.dots[0].op, rows.stores[0]
     m = loop.body.args[0]
     if not all(_outside(loop, v) for v in (sv.operands[0], *inner.operands[:2])):
         return "no GEMM: the weights or the bounds of the inner loop change with the outer loop"
@@ -257,11 +374,38 @@ def match_loop(loop, name=None):
                 and step.op.attrs["value"] == 1 and not loop.results):
             return _gemm(loop, name)
         return "the quantized dot is in a nested loop or branch, not the row loop itself"
-    if len(qdots) + len(decodes) != 1:
-        return "its body holds more than one quantized_dot or decoded row"
+    if qdots and decodes:
+        return "its body holds both quantized_dots and dots of decoded rows; a row loop " \
+               "takes one kind"
     step = loop.operands[2]
     if not (isinstance(getattr(step, "op", None), O.ConstantOp) and step.op.attrs["value"] == 1):
         return "its step is not the constant 1"
     if loop.results:
         return "it carries values from one iteration to the next"
-    return _rows_quantized(loop, qdots[0], name) if qdots else _rows_decode(loop, decodes[0], name)
+    prologue = [op for op in body if isinstance(op, (O.DimOp, O.ConstantOp))
+                and all(_outside(loop, v) for v in op.operands)]
+    made = {r for op in prologue for r in op.results}
+
+    def invariant(v):
+        return v in made or _outside(loop, v)
+    dots = [_quantized_row(loop, op, name) for op in qdots] + \
+           [_decoded_row(loop, op, invariant) for op in decodes]
+    for d in dots:
+        if isinstance(d, str):
+            return d
+    kernels = sorted({d.kernel for d in dots})
+    if len(kernels) > 1:
+        return f"its row dots need different kernels ({', '.join(kernels)})"
+    taken = set(prologue) | {op for d in dots for op in d.ops}
+    rows = RowLoop(loop, prologue, dots,
+                   [op for op in body if op not in taken and not op.terminator])
+    why = _epilogue(rows, invariant, name)
+    if why:
+        return why
+    attrs = {}
+    if len(dots) > 1:
+        attrs["dots"] = len(dots)
+    if not rows.plain:
+        attrs["epilogue"] = _epilogue_text(rows, name)
+    return Match(dots[0].kernel, [p for d in dots for p in d.params] + rows.outputs,
+                 rows, attrs)

@@ -8,7 +8,15 @@ of a hand-written library kernel.
 
 The region is the meaning: the interpreter runs it, and a target runs it wherever the
 kernel's run-time conditions (in range, layout, no overlap) do not hold. The operands
-are the kernel's parameters, in the order of ``KERNELS[kernel]``. The ``select`` pass
+are the kernel's parameters: those of ``KERNELS[kernel]`` for each of the loop's row
+dots (``dots``, default 1), then the buffers the loop stores into. A loop that does
+more with the dots' values than store them has ``epilogue``, a short spelling of what
+it stores (the region is what it computes):
+
+    kernel_call(%wg, %xq, %wu, %xq, %y) {dots = 2, epilogue = "%y[%n] = mul(...)",
+                                         kernel = "q4k_q8k_dot_rows"} ({ ... })
+
+The ``select`` pass
 (``passes/select.py``) places these ops; an emitter translates one to a guard, the
 call and the region as the fallback.
 """
@@ -20,18 +28,18 @@ from .ir import Operation
 from .opbase import attr
 from .quant import PAIRS
 
-#: library kernel -> (its parameters, what it computes)
+#: library kernel -> (its parameters per row dot, what it computes); the outputs follow
 KERNELS = MappingProxyType({
-    **{p.rows_kernel: (("w", "xq", "y"),
-                       f"y[..., n] = quantized_dot(w[n], xq) ({p}) for every row n of the "
-                       f"loop (order seq)") for p in PAIRS.values()},
-    "decode_dot_rows": (("p", "s", "x", "y"),
-                        "y[n] = dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row "
-                        "n of the loop"),
-    "q4k_q8k_gemm": (("w", "xq", "y"),
+    **{p.rows_kernel: (("w", "xq"),
+                       f"quantized_dot(w[n], xq) ({p}) for every row n of the loop (order "
+                       f"seq)") for p in PAIRS.values()},
+    "decode_dot_rows": (("p", "s", "x"),
+                        "dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row n of "
+                        "the loop"),
+    "q4k_q8k_gemm": (("w", "xq"),
                      "y[..., m, n] = quantized_dot(w[n], xq[m]) for every m of the loop and "
                      "n of its inner loop (order seq)"),
-    "q4k_q8k_gemm_quantize": (("w", "x", "y"),
+    "q4k_q8k_gemm_quantize": (("w", "x"),
                               "y[..., m, n] = quantized_dot(w[n], quantize(x[m])) for every m "
                               "of the loop and n of its inner loop (order seq)"),
 })
@@ -47,9 +55,15 @@ class KernelCallOp(Operation):
         if name not in KERNELS:
             raise self.error(f"unknown library kernel {name!r}; known: {', '.join(KERNELS)}")
         params = KERNELS[name][0]
-        if len(self.operands) != len(params):
+        dots = attr(self, "dots", int, "a positive integer") if "dots" in self.attrs else 1
+        if dots < 1:
+            raise self.error(f"attribute 'dots' must be a positive integer, got {dots}")
+        if "epilogue" in self.attrs:
+            attr(self, "epilogue", str, "a string")
+        if len(self.operands) <= dots * len(params):
             raise self.error(f"kernel {name!r} takes {len(params)} parameter(s) "
-                             f"({', '.join(params)}), got {len(self.operands)}")
+                             f"({', '.join(params)}) for each of {dots} dot(s), then the "
+                             f"output(s), got {len(self.operands)}")
         if self.results:
             raise self.error("kernel_call has no results")
         if len(self.regions) != 1 or len(self.regions[0].blocks) != 1:
@@ -65,6 +79,10 @@ class KernelCallOp(Operation):
     @property
     def kernel(self) -> str:
         return self.attrs["kernel"]
+
+    @property
+    def dots(self) -> int:
+        return self.attrs.get("dots", 1)
 
     @property
     def loop(self):

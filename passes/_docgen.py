@@ -71,6 +71,11 @@ DECODE_DOT = """func @int4_gemv(%p: tensor<u8[N,K]>, %x: tensor<f32[K]>, %scale:
 }
 """
 
+GEMV_NEXT = GEMV.replace("q4k_gemv(", "q4k_gemv_next(").replace(
+    "%y: buffer<f32[N]>", "%b: tensor<f32[M]>, %y: buffer<f32[N]>").replace(
+    "    store(%s, %y, %n)", "    %m = add(%n, %c1) : index\n    %bm = load(%b, %m) : f32\n"
+                            "    %sb = add(%s, %bm) : f32\n    store(%sb, %y, %n)")
+
 GEMV_BIAS = GEMV.replace("q4k_gemv(", "q4k_gemv_bias(").replace(
     "%y: buffer<f32[N]>", "%b: tensor<f32[N]>, %y: buffer<f32[N]>").replace(
     "    store(%s, %y, %n)", "    %bn = load(%b, %n) : f32\n    %sb = add(%s, %bn) : f32\n"
@@ -163,11 +168,14 @@ contract (`passes/levels.py`).
   the interpreter's identity; `copy` between buffers that may overlap goes through a
   staging buffer; indices not provably in range get a `check` (an index of a loop from
   0 to a `dim` of an axis of the same size needs none).
-* **select** wraps a loop in `kernel_call` only when the kernel computes exactly that
-  loop (same ops, same summation order, nothing else in the body); the loop stays the
+* **select** wraps a row loop in `kernel_call` only when the kernel computes exactly
+  the loop's dots (same ops, same summation order) and everything else in the body is
+  an elementwise epilogue on their values (elementwise ops, checks, loads and stores at
+  the row or at loop-invariant indices; `ninfer_ir/library.py`); the loop stays the
   region, so the interpreter and every target without the kernel run it unchanged, and
-  the CPU runs it wherever the kernel's run-time conditions (rows in range, layout, no
-  overlap of output and inputs) fail.
+  the CPU computes the dots of a block of rows with the kernel, then runs the loop's
+  epilogue on the block, wherever the run-time conditions (rows in range, layout, no
+  output overlapping a dot's inputs) hold, and the loop itself elsewhere.
 * No pass adds a `quantize`, a `quantized_dot` or a narrowing cast: an f32 matmul stays
   f32 (`tests/passes/test_passes_no_lossy.py`).
 """
@@ -202,8 +210,9 @@ def _some(title: str, intro: str, text: str, wanted) -> str:
     return "\n".join(parts)
 
 
-def _selection(title: str, intro: str, text: str) -> str:
+def _selection(title: str, intro: str, text: str, stage=None) -> str:
     parts = [f"## {title}\n\n{intro}\n\n### 00-input\n\n```\n{text}```\n"]
+    parts += [f"### {name}\n\n```\n{ir}```\n" for name, ir in _stages(text) if name == stage]
     for target in ("cpu", "cuda"):
         _, report = lower(I.parse(text), target)
         lines = "".join(f"// remark: {r}\n" for r in report.remarks)
@@ -232,11 +241,18 @@ def render() -> str:
               "f32 weights are never stored and no buffer is allocated.",
               DECODE_DOT, ("05-fuse", "11-dce")),
         _selection("Kernel selection and its remarks",
-                   "The GEMV above got the rows kernel (`12-select`). With a bias added in "
-                   "the row loop the loop no longer computes what the kernel computes, so "
-                   "it stays a plain loop, and the remark says why (`ninfer ir FILE "
-                   "--remarks`; loops written in the DSL also name their source line).",
-                   GEMV_BIAS),
+                   "The GEMV above got the rows kernel (`13-select`). With a bias added in "
+                   "the row loop it keeps it: the `kernel_call` names the epilogue, the "
+                   "CPU computes the dots of a block of rows with the kernel and then runs "
+                   "the loop's own `load`, `add` and `store` on each row of the block, and "
+                   "the remark says so (`ninfer ir FILE --remarks`; loops written in the "
+                   "DSL also name their source line).",
+                   GEMV_BIAS, "13-select"),
+        _selection("A row loop that keeps no kernel",
+                   "Reading `b` at `n + 1`, an index computed in the loop, is not an "
+                   "epilogue the kernels take; the loop runs one `quantized_dot` per row "
+                   "and the remark says why.",
+                   GEMV_NEXT),
     ])
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ninfer_ir import ops as O
 from ninfer_ir.builder import region_with_block
-from ninfer_ir.library import Match, match_loop
+from ninfer_ir.library import Match, RowLoop, match_loop
 from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir.printer import Namer, print_func
 
@@ -89,10 +89,19 @@ class SelectKernels(Pass):
                     _wrap(op, found)
                     chosen += 1
                     self.remarks.append(Remark(func.sym_name, iv, loc, found.kernel,
-                                               "the loop computes what the kernel computes"))
+                                               _why(found)))
                 else:
                     self.remarks.append(Remark(func.sym_name, iv, loc, None, found))
         return {"kernels": chosen, "loops": len(self.remarks)}
+
+
+def _why(match: Match) -> str:
+    if not isinstance(match.parts, RowLoop) or not match.parts.epilogue or match.parts.plain:
+        return "the loop computes what the kernel computes"
+    dots = len(match.parts.dots)
+    return (f"the kernel computes the row{' dots' if dots > 1 else ' dot'} of each block "
+            f"of rows, then the loop's epilogue runs on the block "
+            f"(`{match.attrs['epilogue']}`)")
 
 
 def _enclosing_call(op):
@@ -108,7 +117,7 @@ def _wrap(loop, match: Match) -> None:
     at = block.ops.index(loop)
     block.remove(loop)
     region, inner = region_with_block()
-    call = KernelCallOp(match.params, [], {"kernel": match.kernel}, [region])
+    call = KernelCallOp(match.params, [], {"kernel": match.kernel, **match.attrs}, [region])
     inner.append(loop)
     inner.append(O.YieldOp())
     block.insert(at, call)

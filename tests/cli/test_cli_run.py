@@ -257,7 +257,15 @@ def test_ir_remarks_name_each_loops_kernel_or_why_none(tmp_path):
     path = write(tmp_path, "bias.py", BIAS_GEMV)
     r = ninfer("ir", path, "--remarks", "--print-after", "select")
     assert r.returncode == 0, r.stderr
-    assert "// IR after 13-select" in r.stdout and "kernel_call" not in r.stdout
-    assert (f"// remark: {path}:7: loop %n in @gemv_bias: no kernel: the row loop stores "
-            f"`add(quantized_dot, load %b[%n])`, an epilogue the q4k_q8k_dot_rows kernel does "
-            f"not take\n") in r.stdout
+    assert "// IR after 13-select" in r.stdout
+    assert ('kernel_call(%w, %xq, %y) {epilogue = "%y[%n] = add(quantized_dot, load %b[%n])", '
+            'kernel = "q4k_q8k_dot_rows"}') in r.stdout
+    assert (f"// remark: {path}:7: loop %n in @gemv_bias: kernel q4k_q8k_dot_rows: the kernel "
+            f"computes the row dot of each block of rows, then the loop's epilogue runs on the "
+            f"block (`%y[%n] = add(quantized_dot, load %b[%n])`)\n") in r.stdout
+    path = write(tmp_path, "shifted.py", BIAS_GEMV.replace("b[n]", "b[n + 1]"))
+    r = ninfer("ir", path, "--remarks")
+    assert r.returncode == 0, r.stderr
+    assert (f"// remark: {path}:7: loop %n in @gemv_bias: no kernel: the epilogue loads %b at "
+            f"an index computed inside the loop (the row %n and loop-invariant indices "
+            f"only)\n") in r.stdout

@@ -83,21 +83,67 @@ def test_plain_gemv_gets_the_rows_kernel_in_the_ir_and_the_remarks():
     _same_as_interpreter(gemv, _gemv_args())
 
 
-def test_bias_epilogue_says_why_it_gets_no_kernel():
+def test_bias_epilogue_keeps_the_kernel_and_shows_it():
     stages, report = _stages(gemv_bias)
-    assert "kernel_call" not in stages["13-select"]
+    text = stages["13-select"]
+    assert ('kernel_call(%w, %xq, %y) {epilogue = "%y[%n] = add(quantized_dot, load %b[%n])", '
+            'kernel = "q4k_q8k_dot_rows"} ({') in text
+    assert str(I.parse(text)) == text
     (remark,) = report.remarks
-    assert remark.kernel is None and remark.loc[1] == _line(gemv_bias, "for n in")
+    assert remark.kernel == "q4k_q8k_dot_rows" and remark.loc[1] == _line(gemv_bias, "for n in")
     assert str(remark).endswith(
-        "loop %n in @gemv_bias: no kernel: the row loop stores `add(quantized_dot, load "
-        "%b[%n])`, an epilogue the q4k_q8k_dot_rows kernel does not take")
-    assert ROWS_CALL not in I.emit(gemv_bias, "cpu")
+        "loop %n in @gemv_bias: kernel q4k_q8k_dot_rows: the kernel computes the row dot of "
+        "each block of rows, then the loop's epilogue runs on the block (`%y[%n] = "
+        "add(quantized_dot, load %b[%n])`)")
+    assert ROWS_CALL in I.emit(gemv_bias, "cpu")
     _same_as_interpreter(gemv_bias, _gemv_args(bias=True))
 
 
 def test_activation_epilogue_is_named_too():
     _, report = _stages(gemv_relu)
-    assert "stores `max(quantized_dot, " in str(report.remarks[0])
+    assert report.remarks[0].kernel == "q4k_q8k_dot_rows"
+    assert "(`%y[%n] = max(quantized_dot, " in str(report.remarks[0])
+
+
+@I.kernel
+def gemv_next(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
+              b: I.Tensor[I.f32, "B"], y: I.Buffer[I.f32, "N"]):
+    xq = I.quantize(x, format=Q8)
+    for n in I.range(w.shape[0]):
+        y[n] = I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8, acc_dtype=I.f32) + \
+            b[n + 1]
+
+
+@I.kernel
+def gemv_sum(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
+             y: I.Buffer[I.f32, "N"]):
+    xq = I.quantize(x, format=Q8)
+    for n in I.range(w.shape[0]):
+        v = I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8, acc_dtype=I.f32)
+        for k in I.range(2):
+            y[n] = v + y[n]
+
+
+@I.kernel
+def gemv_first(w: I.Tensor[I.u8, "N", "G", 144], x: I.Tensor[I.f32, "G", 256],
+               y: I.Buffer[I.f32, "N"]):
+    xq = I.quantize(x, format=Q8)
+    for n in I.range(w.shape[0]):
+        y[0] = I.quantized_dot(w[n], xq, lhs_format=Q4K, rhs_format=Q8, acc_dtype=I.f32)
+
+
+@pytest.mark.parametrize("kernel, why", [
+    (gemv_next, "the epilogue loads %b at an index computed inside the loop (the row %n and "
+                "loop-invariant indices only)"),
+    (gemv_sum, "the body holds for, which is neither a row dot nor an elementwise epilogue "
+               "(elementwise ops, checks, loads and stores at the row)"),
+    (gemv_first, "the row loop stores into %y at indices without the row %n"),
+])
+def test_loops_that_do_not_match_say_why(kernel, why):
+    _, report = _stages(kernel)
+    remark = next(r for r in report.remarks if r.loop == "%n")
+    assert remark.kernel is None and remark.reason == why
+    assert ROWS_CALL not in I.emit(kernel, "cpu")
 
 
 def test_gemm_nest_gets_the_gemm_kernel_and_the_inner_loop_says_it_is_part_of_it():
@@ -192,14 +238,23 @@ def test_kernel_call_verifies_its_shape():
     assert 'kernel = "q4k_q8k_dot_rows"' in text
     with pytest.raises(I.VerifyError, match="unknown library kernel 'nope'"):
         I.parse(text.replace('"q4k_q8k_dot_rows"', '"nope"'))
-    with pytest.raises(I.VerifyError, match=r"takes 3 parameter\(s\) \(w, xq, y\), got 2"):
+    with pytest.raises(I.VerifyError, match=r"takes 2 parameter\(s\) \(w, xq\) for each of 1 "
+                                            r"dot\(s\), then the output\(s\), got 2"):
         I.parse(text.replace("kernel_call(%w, %xq, %y)", "kernel_call(%w, %xq)"))
+    with pytest.raises(I.VerifyError, match="'dots' must be a positive integer, got 0"):
+        I.parse(text.replace('{kernel = "q4k', '{dots = 0, kernel = "q4k'))
+    with pytest.raises(I.VerifyError, match="the parameters of kernel_call q4k_q8k_dot_rows "
+                                            "are not those of its loop"):
+        compile_module(I.parse(text.replace('{kernel = "q4k', '{dots = 2, kernel = "q4k')
+                               .replace("kernel_call(%w, %xq, %y)",
+                                        "kernel_call(%w, %xq, %w, %xq, %y)")))
 
 
 def test_the_emitter_refuses_a_kernel_call_whose_loop_the_kernel_does_not_compute():
     module, _ = _select(ORDERED.replace('"chunk<2>"', '"seq"'))
     text = str(module).replace("store(%s, %y, %n)", "store(%s, %y, %c0)")
     with pytest.raises(I.VerifyError, match="kernel_call names q4k_q8k_dot_rows but its loop "
-                                            "is not one: the row loop stores into %y at an "
-                                            "index other than the row %n last"):
+                                            "is not one: the row loop stores into %y at "
+                                            "indices without the row %n"):
         compile_module(I.parse(text))
+

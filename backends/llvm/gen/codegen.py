@@ -71,20 +71,20 @@ def _lower_for(e: Emitter, op):
     n = e.trip_count(op, lb, ub, step)
     if e.can_outline and not inits:
         from ninfer_ir.backends.llvm.gen.parallel import emit_parallel
-        from ninfer_ir.backends.llvm.kernels.records import rows_worth_threads, selected
+        from ninfer_ir.backends.llvm.kernels.rows import selected
         rows = selected(op)
         if hasattr(rows, "emit_loop"):        # a nest that spreads itself over the pool
             rows.emit_loop(e, op, lb, step, n)
             return []
         if op.parallel or rows is not None:
-            worth = rows_worth_threads(e, rows, n) if rows is not None else None
+            worth = rows.worth_threads(e, n) if rows is not None else None
             emit_parallel(e, op, lb, step, n, worth)
             return []
     return e.iterate(op, lb, step, i64c(0), n, inits)
 
 
 def _lower_kernel_call(e: Emitter, op):
-    """The loop inside; ``for`` reads the kernel it names (``records.selected``) and emits
+    """The loop inside; ``for`` reads the kernel it names (``rows.selected``) and emits
     the kernel's run-time conditions, the call, and the loop where they fail."""
     e.block(op.regions[0].block)
 

@@ -266,10 +266,10 @@ class Emitter:
         return b.select(b.icmp_signed(">", step, i64c(0)), up, down)
 
     def iterate(self, op, lb, step, k0, k1, inits):
-        from ninfer_ir.backends.llvm.kernels.records import emit_rows, selected
+        from ninfer_ir.backends.llvm.kernels.rows import selected
         rows = selected(op) if not inits else None
         if rows is not None:
-            emit_rows(self, rows, op, lb, step, k0, k1)
+            rows.emit(self, op, lb, step, k0, k1)
             return []
         return self.loop(op, lb, step, k0, k1, inits)
 

@@ -1,8 +1,9 @@
 """The quantized ops in the CPU emitter: ``quantize_into`` and ``quantized_dot`` call the
-hand-written kernels of ``qkernels``; a row loop of quantized dots becomes one call of
-``ninfer_q4k_q8k_dot_rows`` (the GEMV fast path) where the ``select`` pass put it in a
-``kernel_call {kernel = "q4k_q8k_dot_rows"}``; ``selected`` also gives the row loop of
-dots over decoded rows (``decode_dot_rows``), whose fast path is ``qdecode.DecodeRows``.
+hand-written kernels of ``qkernels``; ``RecordRows`` is the row dot
+``quantized_dot(w[n], xq)`` of a row loop the ``select`` pass put in a
+``kernel_call {kernel = "<stem>_dot_rows"}``, computed by the rows kernel of the dot's
+pair (``pair.cpu_rows``, the GEMV fast path) a block of rows at a time
+(``rows.RowsCall`` drives it and runs the loop's epilogue).
 
 Layout needs of the kernels, checked at run time: the bytes of a record contiguous
 (last stride 1); for quantize, the 256 floats of a row contiguous (last stride 4),
@@ -11,38 +12,30 @@ view that does not satisfy them is staged: copied into a contiguous scratch bloc
 Quantize writes straight into a fresh ``alloc`` only; any other destination gets
 the records copied in after a successful quantize, so a failing quantize leaves it
 untouched, as in the interpreter. Addresses need no alignment (the kernels
-load bytes), except ``y`` of the rows kernel: the fast path is taken only when
-``y`` is 4-byte aligned with a stride that is a whole number of floats.
+load bytes); the rows kernel writes its results into an aligned staging block.
 
-The fast path: ``for %n = lb .. ub step 1 { %wn = subview(%w, %n) {axes = "i::"};
-%r = quantized_dot(%wn, %xq) {order = "seq"}; %s = load(%r); store(%s, %y, %n) }``
-with ``%w``, ``%xq``, ``%y`` defined outside the loop (``ninfer_ir/library.py``). It
-runs when every row index is in range and the record counts agree; otherwise the
-ordinary loop runs and reports the interpreter's error at the right iteration. Results
-are identical: the rows kernel computes each row exactly as the single dot does. Its iterations
-are independent when ``y`` overlaps neither operand (checked at run time unless
-the IR shows it: tensor parameters never overlap buffers, as the launcher copies
-them, and an ``alloc`` overlaps no other root), so an independent row loop of at least ``ROWS_PARALLEL_ELEMENTS`` logical elements is
-split over the thread pool like a parallel loop, even when not marked parallel.
+The rows kernel is called when every row index is in range, the record counts agree
+and the records are contiguous; otherwise the ordinary loop runs and reports the
+interpreter's error at the right iteration. Results are identical: the rows kernel
+computes each row exactly as the single dot does. A row loop of at least
+``ROWS_PARALLEL_ELEMENTS`` logical elements whose rows are independent is split over the
+thread pool like a parallel loop, even when not marked parallel.
 """
 from __future__ import annotations
 
 import llvmlite.ir as ir
 
 from ninfer_ir.alias import is_alloc, is_input, may_alias, root
-from ninfer_ir.errors import VerifyError
-from ninfer_ir.library import GEMM_KERNELS, Match, match_loop
-from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir import ops as O
 from ninfer_ir.sumorder import SumOrder
 
-from ninfer_ir.backends.llvm.gen.emitter import I64, Reg, i64c
+from ninfer_ir.backends.llvm.gen.emitter import Reg, i64c
 from ninfer_ir.backends.llvm.gen.folds import ordered_fold
 from ninfer_ir.backends.llvm.gen.memory import copy_grid, disjoint
 from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard, quantize_tag
 
 __all__ = ["add_quantized_library", "lower_quantize_into", "lower_quantized_dot",
-           "selected", "emit_rows", "rows_worth_threads"]
+           "RecordRows"]
 
 F32 = ir.FloatType()
 _LIMIT = 1 << 40          # records; more than any array can hold
@@ -179,31 +172,6 @@ def lower_quantized_dot(e, op):
 
 # --- the GEMV fast path ---------------------------------------------------------------
 
-def selected(loop):
-    """The matched ops of a loop the ``select`` pass put in a ``kernel_call``: the tuple
-    ``(subview, quantized_dot, store)`` of ``q4k_q8k_dot_rows``, a ``qdecode.DecodeRows``
-    of ``decode_dot_rows``, a ``gemm_nest.GemmNest`` of the GEMM kernels, or None for
-    any other loop."""
-    call = loop.parent_op
-    if not isinstance(call, KernelCallOp):
-        return None
-    found = match_loop(loop)
-    if not isinstance(found, Match) or found.kernel != call.kernel:
-        why = found if isinstance(found, str) else f"it is a {found.kernel} loop"
-        raise VerifyError(f"kernel_call names {call.kernel} but its loop is not one: {why}",
-                          call)
-    if any(a is not b for a, b in zip(found.params, call.operands)):
-        raise VerifyError(f"the parameters of kernel_call {call.kernel} are not those of "
-                          f"its loop", call)
-    if found.kernel in GEMM_KERNELS:
-        from ninfer_ir.backends.llvm.kernels.gemm_nest import GemmNest
-        return GemmNest(found.kernel, *found.parts)
-    if isinstance(found.parts[1], O.QuantizedDotOp):
-        return found.parts
-    from ninfer_ir.backends.llvm.kernels.qdecode import DecodeRows
-    return DecodeRows(loop, *found.parts)
-
-
 def _apart(e, written, read):
     """i1: the buffer value ``written`` shares no byte with the value ``read``. Tensor
     parameters never overlap buffers (the launcher copies them) and a fresh ``alloc``
@@ -213,62 +181,39 @@ def _apart(e, written, read):
     return disjoint(e.b, e.value(written), e.value(read))
 
 
-def _independent(e, pattern):
-    """i1: the output ``y`` overlaps neither ``w`` nor ``xq``."""
-    sv, qd, st = pattern
-    return e.b.and_(_apart(e, st.operands[1], sv.operands[0]),
-                    _apart(e, st.operands[1], qd.operands[1]))
+class RecordRows:
+    """The row dot ``quantized_dot(w[n], xq)`` of a matched row loop
+    (``library.QuantizedRow``) as calls of the rows kernel (``rows.RowsCall``)."""
 
+    def __init__(self, part):
+        self.part = part
 
-def rows_worth_threads(e, pattern, n):
-    """i1: the row loop is independent and holds enough records to gain from threads."""
-    if not isinstance(pattern, tuple):
-        return pattern.worth_threads(e, n)
-    b = e.b
-    g = e.value(pattern[0].operands[0]).shape[1]
-    elements = b.mul(b.mul(n, g), i64c(pattern[1].pair.block_elems))
-    big = b.icmp_signed(">=", elements, i64c(ROWS_PARALLEL_ELEMENTS))
-    return b.and_(big, _independent(e, pattern))
+    def _operands(self, e):
+        w, xq = self.part.params
+        return e.value(w), e.value(xq)
 
+    def big(self, e, n):
+        """i1: ``n`` rows hold enough logical elements to gain from threads."""
+        b = e.b
+        g = self._operands(e)[0].shape[1]
+        elements = b.mul(b.mul(n, g), i64c(self.part.op.pair.block_elems))
+        return b.icmp_signed(">=", elements, i64c(ROWS_PARALLEL_ELEMENTS))
 
-def emit_rows(e, pattern, loop, lb, step, k0, k1):
-    """Iterations ``[k0, k1)`` of a matched row loop: one rows call when it is safe,
-    else the ordinary loop."""
-    if not isinstance(pattern, tuple):
-        return pattern.emit(e, loop, lb, step, k0, k1)
-    b = e.b
-    sv, qd, st = pattern
-    w, x, y = e.value(sv.operands[0]), e.value(qd.operands[1]), e.value(st.operands[1])
-    strides = y.byte_strides(b)
-    ys = strides[-1]
-    first, last = b.add(lb, k0), b.add(lb, k1)
-    lead = [e.value(v) for v in st.operands[2:-1]]       # fixed leading indices of y
-    y_base = y.ptr
-    in_range = []
-    for axis, i in enumerate(lead):
-        y_base = b.gep(y_base, [b.mul(i, strides[axis])])
-        in_range += [b.icmp_signed(">=", i, i64c(0)), b.icmp_signed("<", i, y.shape[axis])]
-    y_addr = b.ptrtoint(y_base, I64)
-    conds = [
-        b.icmp_signed("<", k0, k1), b.icmp_signed(">=", first, i64c(0)),
-        b.icmp_signed("<=", last, w.shape[0]), b.icmp_signed("<=", last, y.shape[-1]),
-        *in_range,
-        b.icmp_signed("==", w.shape[1], x.shape[0]),
-        b.icmp_signed("==", w.strides[2], i64c(1)), b.icmp_signed("==", x.strides[1], i64c(1)),
-        b.icmp_signed("==", b.srem(ys, i64c(4)), i64c(0)),
-        b.icmp_unsigned("==", b.and_(y_addr, i64c(3)), i64c(0)),
-        _independent(e, pattern),
-    ]
-    fast = conds[0]
-    for c in conds[1:]:
-        fast = b.and_(fast, c)
-    with b.if_else(fast) as (then, otherwise):
-        with then:
-            rows = e.module.globals[qd.pair.cpu_rows]
-            wp = b.gep(w.ptr, [b.mul(first, w.strides[0])])
-            yp = b.bitcast(b.gep(y_base, [b.mul(first, ys)]), F32.as_pointer())
-            b.call(rows, [wp, w.strides[0], w.strides[1], x.ptr, x.strides[0], w.shape[1],
-                          b.sub(k1, k0), yp, b.sdiv(ys, i64c(4))])
-        with otherwise:
-            e.loop(loop, lb, step, k0, k1, [])
+    def conditions(self, e, first, last):
+        """i1s under which no row of ``[first, last)`` fails and the kernel reads the
+        layout (``first >= 0`` is checked by the caller)."""
+        b = e.b
+        w, x = self._operands(e)
+        return [b.icmp_signed("<=", last, w.shape[0]),
+                b.icmp_signed("==", w.shape[1], x.shape[0]),
+                b.icmp_signed("==", w.strides[2], i64c(1)),
+                b.icmp_signed("==", x.strides[1], i64c(1))]
 
+    def call(self, e, first, rows, out):
+        """``out[0:rows]`` (an ``f32*``) = the dots of rows ``first ..``."""
+        b = e.b
+        w, x = self._operands(e)
+        wp = b.gep(w.ptr, [b.mul(first, w.strides[0])])
+        fn = e.module.globals[self.part.op.pair.cpu_rows]
+        b.call(fn, [wp, w.strides[0], w.strides[1], x.ptr, x.strides[0], w.shape[1], rows,
+                    out, i64c(1)])
