@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -19,15 +18,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from ninfer_ir import formats                                     # noqa: E402
 from ninfer_ir.formats import Category                            # noqa: E402
+from ninfer_ir.testing import best_seconds                        # noqa: E402
 
-
-def best_seconds(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def direct_case(fmt, rng, rows, cols):

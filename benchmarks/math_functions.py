@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -22,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 
 import ninfer_ir as I                                            # noqa: E402
 from check_math import kernel_module                            # noqa: E402
+from ninfer_ir.testing import best_seconds                        # noqa: E402
 
 NUMPY = {"sqrt": np.sqrt, "rsqrt": lambda x: np.float32(1.0) / np.sqrt(x), "exp": np.exp,
          "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
@@ -32,14 +32,6 @@ DOMAIN = {"erf": (-4.0, 4.0), "sin": (-100.0, 100.0), "cos": (-100.0, 100.0),
           "sqrt": (0.0, 1e6), "rsqrt": (1e-6, 1e6), "exp": (-80.0, 80.0), "exp2": (-120.0, 120.0),
           "log": (1e-6, 1e6), "log2": (1e-6, 1e6), "tanh": (-12.0, 12.0)}
 
-
-def best_seconds(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main(argv=None):

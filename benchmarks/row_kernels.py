@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ninfer_ir as I                                            # noqa: E402
+from ninfer_ir.testing import best_seconds                        # noqa: E402
 
 ORDER = "tree"
 
@@ -71,14 +71,6 @@ def silu_mul(a: I.Tensor[I.f32, "N"], b: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32
         v = a[i]
         y[i] = v / (I.exp(-v) + 1.0) * b[i]
 
-
-def best_seconds(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _head(a):

@@ -314,6 +314,16 @@ class Timing:
                 f"{'' if self.stable else ', not settled'})")
 
 
+def best_seconds(fn, repeat: int) -> float:
+    """The fastest of ``repeat`` calls of ``fn()``, in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def bench(fn, *args, min_batch: float = 0.01, rel_spread: float = 0.05,
           min_batches: int = 5, max_time: float = 2.0, warmup: int = 1) -> Timing:
     """Time ``fn(*args)`` until the timing is stable.

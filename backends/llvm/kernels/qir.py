@@ -146,6 +146,26 @@ def for_range(b: ir.IRBuilder, start, stop, step: int = 1, name: str = "i"):
     b.position_at_end(done)
 
 
+def any_lane(b: ir.IRBuilder, mask) -> ir.Value:
+    """i1: some lane of the vector of i1 ``mask`` is set."""
+    n = mask.type.count
+    return b.icmp_unsigned("!=", b.bitcast(mask, ir.IntType(n)), ir.Constant(ir.IntType(n), 0))
+
+
+def record_failer(fn: ir.Function, b: ir.IRBuilder, status, record, exit_block):
+    """``fail(reason, cond, name)`` for a loop over records: where ``cond`` holds, store the
+    status word ``record * 8 + reason`` and leave for ``exit_block``; else go on."""
+    def fail(reason: int, cond, block_name: str) -> None:
+        bad = fn.append_basic_block(f"{block_name}.fail")
+        ok = fn.append_basic_block(f"{block_name}.ok")
+        b.cbranch(cond, bad, ok)
+        b.position_at_end(bad)
+        b.store(b.add(b.mul(record, i64(8)), i64(reason)), status)
+        b.branch(exit_block)
+        b.position_at_end(ok)
+    return fail
+
+
 # --- numeric helpers ----------------------------------------------------------------
 
 def half_bits_to_float(b: ir.IRBuilder, bits):

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ninfer_ir.backends.llvm.kernels.qir import (F32, F32P, I8, I8P, I16, I32, I64, const, entry_alloca, for_range,
-                  i64, intrinsic, load, shuffle, splat, store, transpose_reduce, vec, zero)
+from ninfer_ir.backends.llvm.kernels.qir import (F32, F32P, I16, I32, I64, I8, I8P, any_lane,
+                                                 const, entry_alloca, for_range, i64, intrinsic,
+                                                 load, record_failer, shuffle, splat, store,
+                                                 transpose_reduce, vec, zero)
 
 NAME = "ninfer_q8k_quantize"
 BLOCK = 256
@@ -76,9 +78,6 @@ def _not_finite(b, fabs, v):
     return b.fcmp_unordered(">=", b.call(fabs, [v]), splat(F32, LANES, INF))
 
 
-def _any(b, mask):
-    bits = b.bitcast(mask, ir.IntType(LANES))
-    return b.icmp_unsigned("!=", bits, ir.Constant(ir.IntType(LANES), 0))
 
 
 def add_q8k_quantize(module: ir.Module, isa: str) -> ir.Function:
@@ -103,17 +102,10 @@ def add_q8k_quantize(module: ir.Module, isa: str) -> ir.Function:
         rec = b.gep(dst, [b.mul(g, dst_stride)])
         xs = [load(b, rowb, 64 * k, V16F, align=4) for k in range(LANES)]
 
-        def fail(reason, cond, block_name):
-            bad = fn.append_basic_block(f"{block_name}.fail")
-            ok = fn.append_basic_block(f"{block_name}.ok")
-            b.cbranch(cond, bad, ok)
-            b.position_at_end(bad)
-            b.store(b.add(b.mul(g, i64(8)), i64(reason)), status)
-            b.branch(exit_block)
-            b.position_at_end(ok)
+        fail = record_failer(fn, b, status, g, exit_block)
 
         nonfinite = _tree(b, [_not_finite(b, fabs, x) for x in xs], b.or_)
-        fail(REASON_NONFINITE_INPUT, _any(b, nonfinite), "input")
+        fail(REASON_NONFINITE_INPUT, any_lane(b, nonfinite), "input")
 
         top = _horizontal(b, _tree(b, xs, lambda x, y: _vmax(b, x, y)), _vmax)
         bottom = _horizontal(b, _tree(b, xs, lambda x, y: _vmin(b, x, y)), _vmin)
@@ -141,7 +133,7 @@ def add_q8k_quantize(module: ir.Module, isa: str) -> ir.Function:
         inv = shuffle(b, inv, inv, [0] * LANES)
         scaled = [b.fmul(x, inv) for x in xs]
         bad_scaled = _tree(b, [_not_finite(b, fabs, s) for s in scaled], b.or_)
-        fail(REASON_SCALED_NOT_FINITE, _any(b, bad_scaled), "scaled")
+        fail(REASON_SCALED_NOT_FINITE, any_lane(b, bad_scaled), "scaled")
 
         q32 = []
         for j, s in enumerate(scaled):

@@ -28,9 +28,10 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ninfer_ir.quant import QUANTIZE_TARGETS, q8_0
-from ninfer_ir.backends.llvm.kernels.qir import (F32, F32P, I8, I8P, I16, I32, I64, const,
-                                                 entry_alloca, for_range, i32, i64, intrinsic,
-                                                 load, shuffle, splat, store, vec, zero)
+from ninfer_ir.backends.llvm.kernels.qir import (F32, F32P, I16, I32, I64, I8, I8P, any_lane,
+                                                 const, entry_alloca, for_range, i32, i64,
+                                                 intrinsic, load, record_failer, shuffle, splat,
+                                                 store, vec, zero)
 
 TARGET = QUANTIZE_TARGETS[q8_0]
 NAME = TARGET.cpu
@@ -51,9 +52,6 @@ def _horizontal_max(b, v):
     return b.extract_element(v, i32(0))
 
 
-def _any(b, mask):
-    return b.icmp_unsigned("!=", b.bitcast(mask, ir.IntType(BLOCK)),
-                           ir.Constant(ir.IntType(BLOCK), 0))
 
 
 def _half_bits(b, d):
@@ -89,17 +87,10 @@ def add_quantize(module: ir.Module, isa: str) -> ir.Function:
         rec = b.gep(dst, [b.mul(g, dst_stride)])
         xs = load(b, row, 0, V, align=4)
 
-        def fail(reason, cond, block_name):
-            bad = fn.append_basic_block(f"{block_name}.fail")
-            ok = fn.append_basic_block(f"{block_name}.ok")
-            b.cbranch(cond, bad, ok)
-            b.position_at_end(bad)
-            b.store(b.add(b.mul(g, i64(8)), i64(reason)), status)
-            b.branch(exit_block)
-            b.position_at_end(ok)
+        fail = record_failer(fn, b, status, g, exit_block)
 
         mags = b.call(fabs, [xs])
-        fail(1, _any(b, b.fcmp_unordered(">=", mags, splat(F32, BLOCK, INF))), "input")
+        fail(1, any_lane(b, b.fcmp_unordered(">=", mags, splat(F32, BLOCK, INF))), "input")
         d = b.fdiv(_horizontal_max(b, mags), const(F32, 127.0))
 
         zero_block = fn.append_basic_block("zero")
