@@ -29,18 +29,14 @@ from ninfer_ir.quant import q8_k
 
 from ninfer_ir.backends.llvm.gen.emitter import I8P, I64, PAR_TYPE, carried_loop, i64c
 from ninfer_ir.backends.llvm.kernels.qgemm import ENV_WORDS, add_gemm, add_gemm_par, blocking
-from ninfer_ir.backends.llvm.kernels.records import ROWS_PARALLEL_ELEMENTS, _apart, _scratch
+from ninfer_ir.backends.llvm.kernels.qir import all_of
+from ninfer_ir.backends.llvm.kernels.records import ROWS_PARALLEL_ELEMENTS, apart, scratch
 
 __all__ = ["GemmNest"]
 
 F32P = ir.FloatType().as_pointer()
 
 
-def _all(b, conds):
-    out = conds[0]
-    for c in conds[1:]:
-        out = b.and_(out, c)
-    return out
 
 
 class GemmNest:
@@ -88,8 +84,8 @@ class GemmNest:
             b.icmp_signed("==", b.srem(ym, i64c(4)), i64c(0)),
             b.icmp_signed("==", b.srem(yn, i64c(4)), i64c(0)),
             b.icmp_unsigned("==", b.and_(b.ptrtoint(y_base, I64), i64c(3)), i64c(0)),
-            _apart(e, self.st.operands[1], self.sv.operands[0]),
-            _apart(e, self.st.operands[1], src_value),
+            apart(e, self.st.operands[1], self.sv.operands[0]),
+            apart(e, self.st.operands[1], src_value),
         ]
         if self.quant is None:
             conds.append(b.icmp_signed("==", s2, i64c(1)))
@@ -101,7 +97,7 @@ class GemmNest:
                       b.icmp_signed("==", b.srem(s1, i64c(4)), i64c(0)),
                       b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0)),
                       b.icmp_signed("==", size, count)]
-        fast = _all(b, conds)
+        fast = all_of(b, conds)
         with b.if_else(fast) as (then, otherwise):
             with then:
                 y_first = b.gep(y_base, [b.add(b.mul(m_first, ym), b.mul(n_first, yn))])
@@ -124,7 +120,7 @@ class GemmNest:
         b = e.b
         rec = q8_k.record_bytes
         row_bytes = b.mul(count, i64c(rec))
-        xq, slot = _scratch(e, b.mul(m_count, count), rec)
+        xq, slot = scratch(e, b.mul(m_count, count), rec)
         s0, s1, _ = x.byte_strides(b)
         quantize = e.module.globals[self.quant.target.cpu]
 

@@ -146,6 +146,14 @@ def for_range(b: ir.IRBuilder, start, stop, step: int = 1, name: str = "i"):
     b.position_at_end(done)
 
 
+def all_of(b: ir.IRBuilder, conds) -> ir.Value:
+    """i1: every i1 of ``conds`` holds (true for none)."""
+    out = ir.Constant(ir.IntType(1), 1)
+    for c in conds:
+        out = b.and_(out, c)
+    return out
+
+
 def any_lane(b: ir.IRBuilder, mask) -> ir.Value:
     """i1: some lane of the vector of i1 ``mask`` is set."""
     n = mask.type.count

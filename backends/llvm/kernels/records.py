@@ -77,7 +77,7 @@ def _records_guard(e, op, what, a, c):
     e.guard(e.b.icmp_signed("==", a, c), Guard("records", op, what=what), [a, c])
 
 
-def _scratch(e, g, per_record):
+def scratch(e, g, per_record):
     e.fail_if(e.b.icmp_unsigned(">", g, i64c(_LIMIT)), REASON_NO_MEMORY)
     return e.heap(e.b.mul(g, i64c(per_record)))
 
@@ -97,18 +97,18 @@ def lower_quantize_into(e, op):
     rec, block = target.record_bytes, target.block_elems
     src_ok = b.and_(b.and_(b.icmp_signed("==", s1, i64c(4)),
                            b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0))),
-                    _apart(e, op.operands[1], op.operands[0]))
+                    apart(e, op.operands[1], op.operands[0]))
     slots = []
 
     def stage_src():
-        tmp, slot = _scratch(e, g, 4 * block)
+        tmp, slot = scratch(e, g, 4 * block)
         slots.append(slot)
         copy_grid(e, src.ptr, s0, s1, tmp, i64c(4 * block), i64c(4), g, block, 4)
         return [tmp, i64c(block)]
     vp, vstride = _merge(e, src_ok, stage_src, [src.ptr, b.sdiv(s0, i64c(4))])
 
     def stage_dst():
-        tmp, slot = _scratch(e, g, rec)
+        tmp, slot = scratch(e, g, rec)
         slots.append(slot)
         return [tmp, i64c(rec), true]
     fresh = is_alloc(root(op.operands[1]))
@@ -144,7 +144,7 @@ def _record_operands(e, op):
     slot_box = []
 
     def stage():
-        tmp, slot = _scratch(e, g, lrec + rrec)
+        tmp, slot = scratch(e, g, lrec + rrec)
         slot_box.append(slot)
         rtmp = b.gep(tmp, [b.mul(g, i64c(lrec))])
         copy_grid(e, lhs.ptr, l0, l1, tmp, i64c(lrec), i64c(1), g, lrec, 1)
@@ -172,11 +172,11 @@ def lower_quantized_dot(e, op):
 
 # --- the GEMV fast path ---------------------------------------------------------------
 
-def _apart(e, written, read):
-    """i1: the buffer value ``written`` shares no byte with the value ``read``. Tensor
-    parameters never overlap buffers (the launcher copies them) and a fresh ``alloc``
-    overlaps no other root (``ninfer_ir.alias``); anything else is checked at run time."""
-    if is_input(read) or not may_alias(written, read):
+def apart(e, written, read):
+    """i1: the buffer value ``written`` shares no byte with the value ``read``. A register,
+    a tensor parameter (the launcher copies them) and a fresh ``alloc`` overlap no other
+    root (``ninfer_ir.alias``); anything else is checked at run time."""
+    if isinstance(e.value(read), Reg) or is_input(read) or not may_alias(written, read):
         return ir.Constant(ir.IntType(1), 1)
     return disjoint(e.b, e.value(written), e.value(read))
 

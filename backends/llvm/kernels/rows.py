@@ -15,7 +15,7 @@ of its rows is safe when (checked at run time, else the loop itself runs):
 * no dot can fail: its rows in range, its record counts / row geometry right, its
   layout one the kernel reads (``DotCall.conditions``);
 * no dot reads memory the epilogue writes (each output apart from each dot's inputs,
-  ``records._apart``);
+  ``records.apart``);
 * and no epilogue load or store can fail either (every index in range for every row),
   so a loop without ``check`` ops fails nowhere, which lets a large one run on the
   thread pool (a ``check`` may fail mid-loop, so such a loop keeps one thread).
@@ -35,6 +35,8 @@ from ninfer_ir.library import GEMM_KERNELS, Match, QuantizedRow, match_loop
 from ninfer_ir.ops_select import KernelCallOp
 
 from ninfer_ir.backends.llvm.gen.emitter import Reg, carried_loop, i64c
+from ninfer_ir.backends.llvm.kernels.qir import all_of
+from ninfer_ir.backends.llvm.kernels.records import apart
 
 __all__ = ["selected", "RowsCall", "BLOCK_ROWS"]
 
@@ -73,19 +75,6 @@ def _dot_call(part):
     return DecodeRows(part)
 
 
-def _apart(e, written, read):
-    """i1: the buffer ``written`` shares no byte with ``read`` (a register shares none)."""
-    if isinstance(e.value(read), Reg):
-        return ir.Constant(ir.IntType(1), 1)
-    from ninfer_ir.backends.llvm.kernels.records import _apart as apart
-    return apart(e, written, read)
-
-
-def _all(b, conds):
-    out = ir.Constant(ir.IntType(1), 1)
-    for c in conds:
-        out = b.and_(out, c)
-    return out
 
 
 class RowsCall:
@@ -117,7 +106,7 @@ class RowsCall:
 
     def _dots_apart(self, e):
         """i1s: no output shares a byte with a dot's inputs."""
-        return [_apart(e, y, x) for y in self.rows.outputs
+        return [apart(e, y, x) for y in self.rows.outputs
                 for d in self.dots for x in d.part.params]
 
     def _rows_apart(self, e):
@@ -135,7 +124,7 @@ class RowsCall:
             for other in self.rows.loads + stores[k + 1:]:
                 if other.source is st.dest and list(other.indices) == list(st.indices):
                     continue
-                out.append(_apart(e, st.dest, other.source))
+                out.append(apart(e, st.dest, other.source))
         return out
 
     def worth_threads(self, e, n):
@@ -147,7 +136,7 @@ class RowsCall:
         big = ir.Constant(ir.IntType(1), 0)
         for d in self.dots:
             big = b.or_(big, d.big(e, n))
-        return _all(b, [big] + self._dots_apart(e) + self._rows_apart(e))
+        return all_of(b, [big] + self._dots_apart(e) + self._rows_apart(e))
 
     def emit(self, e, loop, lb, step, k0, k1):
         """Iterations ``[k0, k1)``: blocks of kernel calls and epilogues when that is
@@ -159,7 +148,7 @@ class RowsCall:
         for d in self.dots:
             conds += d.conditions(e, first, last)
         conds += self._in_range(e, first, last) + self._dots_apart(e)
-        with b.if_else(_all(b, conds)) as (then, otherwise):
+        with b.if_else(all_of(b, conds)) as (then, otherwise):
             with then:
                 self._blocks(e, first, b.sub(k1, k0))
             with otherwise:
