@@ -50,6 +50,7 @@ import llvmlite.ir as ir
 
 from ninfer_ir.numerics.quantized_kquants import KQUANTS, KQuant
 from ninfer_ir.quant import q8_k
+from ninfer_ir.backends.llvm.runtime.jit import host_target
 from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, decode_scales_bytes,
                                                   reduce_add)
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, const, const_vec,
@@ -335,6 +336,9 @@ def add_dot(module: ir.Module, isa: str, pair) -> ir.Function:
 def add_rows(module: ir.Module, isa: str, pair) -> ir.Function:
     """Add ``ninfer_<stem>_dot_rows`` for ``isa``: row by row, each exactly as ``dot``.
     (Blocks of rows sharing the Q8_K loads measured no faster: the records dominate.)"""
+    if isa == "avx512vnni":
+        from ninfer_ir.backends.llvm.kernels.qdot_kquants_vnni import add_rows_vnni
+        return add_rows_vnni(module, pair, host_target(isa).has_feature("gfni"))
     kind = _kind(pair)
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
     for arg, name in zip(fn.args, _ROW_ARGS):
