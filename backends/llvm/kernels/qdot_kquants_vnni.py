@@ -1,38 +1,38 @@
-"""The AVX-512 VNNI rows kernel of the K-quant dots (``ninfer_<stem>_dot_rows``, the
-GEMV fast path of Q2_K/Q3_K/Q5_K/Q6_K x Q8_K; docs/spec/quantized-kquants.md).
+"""The AVX-512 VNNI rows kernel of the K-quant dots (``ninfer_<stem>_dot_rows`` of
+Q2_K/Q3_K/Q5_K/Q6_K x Q8_K, the GEMV fast path; docs/spec/quantized-kquants.md).
 
 Work goes in blocks of 16 rows x one record, as the Q4_K kernel (``qdot_vnni``): lane
 i of every vector of the float stage is row ``r0 + i``, so each row's sum over records
 is a vertical add, ``acc = acc + v_g`` in record order (the first record initialises
 it by a select). Rows past the end of a short last block repeat the last row and are
 not stored; fewer than ``FEW_ROWS`` rows go row by row through the record code of
-``qdot_kquants``. Nothing is read when G <= 0 or there are no rows.
+``qdot_kquants``. Nothing is read when G <= 0 or there are no rows. Each step
+prefetches the records ``PREFETCH_STEPS`` steps further along the walk (hints only).
 
-The Q8_K record of step g is loaded once for the 16 rows, and what depends on it alone
-is computed once: its quants (four 64-byte vectors), and for the formats with a level
-bias (Q3_K: 4, Q6_K: 32) the negated sums ``-X[j]`` of its quants over each 16-element
-group j (|X[j]| <= 2048; from ``vpdpbusd`` with ones and a shuffle-add tree, exact).
+Step g loads Q8_K record g once for the 16 rows: its quants ``x`` as four 64-byte
+vectors ``X_i`` (elements 64i .. 64i+63) and, for the formats with a level bias
+(Q3_K: 4, Q6_K: 32), ``B_i = -vpdpbusd(0, bias, X_i)``: lane k is -bias times the sum
+of the four quants 64i + 4k .. +3 (|.| <= 32*512).
 
-Per record (16 x i32 lanes whose sum is S, exact at every step, spec §3):
+Per record, for each i, the codes u of elements 64i .. 64i+63 (unsigned, u <= 63) are
+bit fields of the record's bytes, one ``vgf2p8affineqb`` per field (or a 16-bit shift
+and a mask without GFNI), combined with one or. Then
+``D_i = vpdpbusd(B_i, u, X_i)``: lane k is ``sum((u - bias) * x)`` over its four
+elements, exactly (an identity of integers; |lane| <= 4*32*128 = 16,384, Q6_K's
+extreme), so the bias costs nothing per row. Two records a, b (rows k, k+1) go together:
+``vpackssdw(D_i of a, D_i of b)`` is exact (every lane fits i16) and holds, in 128-bit
+chunk c, four lanes of a (group 4i + c) then four of b; one ``vpdpwssd`` with the
+matching scale of each lane (one ``vpermw`` of the two records' sixteen scale words)
+adds it into an accumulator whose lanes 4c, 4c+1 hold partial sums of a's S and 4c+2,
+4c+3 of b's: each is a sum of terms of S, bounded by spec §3's ``|S| < 2**27``.
+T (Q2_K, Q5_K) is one ``vpmaddwd`` of the stored bsum (twice) with both records' mins:
+eight lanes per record, |lane| <= 2*32768*63.
 
-* the bias moves out of the levels: ``sum(sc[j] * sum((u - bias) * x))`` equals
-  ``sum(sc[j] * sum(u * x)) - bias * sum(sc[j] * X[j])``, an identity of integers
-  whose every partial sum is bounded by ``|S| <= sum |sc*u*x| + bias * sum |sc*X|``
-  (Q6_K: 16*128*16*63*128 + 32*16*128*2048 < 2^29), so exact in i32. The second
-  term is ``vpmaddwd(sc, -X) << log2(bias)`` (|lane| <= 2*128*2048 before the shift),
-  the accumulator's initial value;
-* ``vpmaddubsw(u, x)`` per 64 elements (u <= 63 unsigned, so each i16 sums two
-  products of magnitude <= 63*128 and never saturates), then ``vpdpwssd`` with each
-  pair's sub-block scale, as in ``qdot_kquants``.
-
-T (Q2_K, Q5_K) is ``vpmaddwd`` of the stored bsum (twice) with the mins of two rows at
-once: eight lanes per row, |lane| <= 2*32768*63.
-
-The S vectors of the 16 rows (and the T vectors of the eight row pairs) are
-transpose-reduced (``qir.TransposeReducer``: integer adds, exact in any grouping) into
-one vector each, lane i = row i. ``d`` (and ``dmin``) of the 16 records are one gather
-of the i32 that holds them (at ``d - 2`` when ``d`` ends the record, so nothing past
-it is read). Then the spec's float steps, lane-wise, one rounding each, nothing fused::
+The S vectors of the eight row pairs (and the T vectors) are transpose-reduced
+(``qir.TransposeReducer``: integer adds, exact in any grouping) into one vector each,
+lane i = row i. ``d`` (and ``dmin``) of the 16 records are one gather of the i32 that
+holds them (at ``d - 2`` when ``d`` ends the record, so nothing past it is read). Then
+the spec's float steps, lane-wise, one rounding each, nothing fused::
 
     p = f32(d) * sitofp(S);  [p = p - f32(dmin) * sitofp(T)];  v = ds * p
 """
@@ -44,7 +44,7 @@ from ninfer_ir.numerics.quantized_kquants import KQUANTS, KQuant
 from ninfer_ir.backends.llvm.kernels.qdot import (ROWS_TYPE, Q8_BSUM, Q8_QS, decode_scales_bytes,
                                                   store_zero_rows)
 from ninfer_ir.backends.llvm.kernels import qdot_kquants as kq
-from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I16, I32, I64,
+from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I8P, I16, I32, I64,
                                                  TransposeReducer, const, entry_alloca,
                                                  const_vec, for_range, gather_i32, i32, i64,
                                                  intrinsic, load, shuffle, splat, vec, zero)
@@ -53,6 +53,7 @@ __all__ = ["add_rows_vnni"]
 
 LANES = 16          # rows per block (lanes of the float stage)
 FEW_ROWS = 4        # fewer rows than this go row by row
+PREFETCH_STEPS = 4  # steps of the walk (16 records each) that prefetching runs ahead
 V64B = vec(I8, 64)
 V16I = vec(I32, 16)
 V16F = vec(F32, 16)
@@ -67,15 +68,12 @@ class _Fns:
         if gfni:
             self.affine = intrinsic(module, "llvm.x86.vgf2p8affineqb.512", V64B,
                                     [V64B, V64B, I8])
-        self.maddubs = intrinsic(module, "llvm.x86.avx512.pmaddubs.w.512", W32, [V64B, V64B])
         self.dpwssd = intrinsic(module, "llvm.x86.avx512.vpdpwssd.512", V16I,
                                 [V16I, W32, W32])
         self.dpbusd = intrinsic(module, "llvm.x86.avx512.vpdpbusd.512", V16I,
                                 [V16I, V64B, V64B])
         self.packssdw = intrinsic(module, "llvm.x86.avx512.packssdw.512", W32, [V16I, V16I])
         self.permw = intrinsic(module, "llvm.x86.avx512.permvar.hi.512", W32, [W32, W32])
-        self.maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),
-                                [vec(I16, 16), vec(I16, 16)])
         self.maddwd512 = intrinsic(module, "llvm.x86.avx512.pmaddw.d.512", V16I, [W32, W32])
         self.gather = gather_i32(module, LANES)
 
@@ -157,7 +155,8 @@ def _scale_words(b, kind: KQuant, w):
         return b.and_(words, splat(I16, 16, 15)), b.lshr(words, splat(I16, 16, 4))
     if name == "q3_k":
         # word j: low byte sc[j % 8] (low nibble j < 8, high nibble j >= 8), high byte
-        # sc[8 + j % 4] (bits 2*(j // 4) .. +1); the 16 bytes end with the record.
+        # sc[8 + j % 4] (bits 2*(j // 4) .. +1); the 16 bytes loaded end at the scales'
+        # end, so nothing past the record is read.
         raw = load(b, w, at("sc") - 4, vec(I8, 16))
         picks = [p for j in range(16) for p in (4 + j % 8, 12 + j % 4)]
         words = b.bitcast(shuffle(b, raw, raw, picks), W16)
@@ -245,6 +244,22 @@ def _head_offset(kind: KQuant) -> int:
 
 # --- driver ----------------------------------------------------------------------------
 
+def _prefetch_ahead(b, module, kind: KQuant, first_row, g, ng, w_row, w_rec):
+    """Prefetch the 16 records ``PREFETCH_STEPS`` steps further along the walk: record
+    ``g + D`` of this block's rows or, past their end, record ``g + D - ng`` of the next
+    block's (``first_row`` + 16 row strides). Hints only: a prefetch never faults (rows
+    past the last one included) and changes no result."""
+    pf = intrinsic(module, "llvm.prefetch.p0", ir.VoidType(), [I8P, I32, I32, I32])
+    ahead = b.add(g, i64(PREFETCH_STEPS))
+    offset = b.select(b.icmp_signed("<", ahead, ng), b.mul(ahead, w_rec),
+                      b.add(b.mul(w_row, i64(LANES)), b.mul(b.sub(ahead, ng), w_rec)))
+    rec = b.gep(first_row, [offset])
+    for _ in range(LANES):      # one running address: 16 row pointers would spill
+        for line in range(0, kind.record_bytes, 64):
+            b.call(pf, [b.gep(rec, [i64(line)]), i32(0), i32(3), i32(1)])
+        rec = b.gep(rec, [w_row])
+
+
 def add_rows_vnni(module: ir.Module, pair, gfni: bool) -> ir.Function:
     """``ninfer_<stem>_dot_rows`` of a K-quant pair for the VNNI level; ``gfni`` extracts
     bit fields with GF2P8AFFINEQB."""
@@ -286,7 +301,13 @@ def add_rows_vnni(module: ir.Module, pair, gfni: bool) -> ir.Function:
             base = b.gep(w, [b.mul(row, w_row)])
             bases.append(base)
             addr = b.insert_element(addr, b.ptrtoint(base, I64), i32(i))
+        with b.if_then(b.icmp_signed("==", r0, i64(0))):
+            # the first block of a call: its first steps have not been prefetched
+            with for_range(b, 0, i64(PREFETCH_STEPS), name="pf") as k:
+                _prefetch_ahead(b, module, kind, bases[0], b.sub(k, i64(PREFETCH_STEPS)),
+                                count, w_row, w_rec)
         with for_range(b, 0, count, name="g") as g:
+            _prefetch_ahead(b, module, kind, bases[0], g, count, w_row, w_rec)
             offset = b.mul(g, w_rec)
             recs = [b.gep(base, [offset]) for base in bases]
             step = b.add(offset, i64(head))
