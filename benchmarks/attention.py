@@ -1,6 +1,7 @@
 """Decoding attention on the CPU: one query row against a cache of keys and values.
 
     PYTHONPATH=. python benchmarks/attention.py [--repeat 20] [--lengths 512 4096 32768]
+                                                [--dims 128 256] [--quick]
 
 For a query ``q`` (``D`` floats), keys ``k`` and values ``v`` (``L x D``, f32 or f16) and a
 scale ``c`` (an f32, ``1 / sqrt(D)`` rounded), the kernel computes, in these orders:
@@ -120,7 +121,10 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--lengths", type=int, nargs="+", default=[512, 4096, 32768])
     ap.add_argument("--dims", type=int, nargs="+", default=[128, 256])
+    ap.add_argument("--quick", action="store_true", help="D = 128, L = 512, 3 repeats")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.repeat, args.lengths, args.dims = 3, [512], [128]
     rng = np.random.default_rng(0)
     if hasattr(os, "getloadavg"):
         print(f"load average {os.getloadavg()[0]:.2f}; 1 thread")
