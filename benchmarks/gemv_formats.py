@@ -171,6 +171,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="1024 x 1024 instead")
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--no-ggml", action="store_true")
+    parser.add_argument("--only", nargs="+", metavar="FORMAT",
+                        help="only the pairs whose weight format is one of these (e.g. q6_k)")
     args = parser.parse_args(argv)
     n = k = 1024 if args.quick else 4096
     from gemv_q4k import load_ggml
@@ -181,6 +183,8 @@ def main(argv=None):
           f"{'loop/ours':>9} {'ours/ggml':>9} {'(best)':>7}")
     rng = np.random.default_rng(0)
     for pair in PAIRS.values():
+        if args.only and pair.lhs.name not in args.only:
+            continue
         check(pair, rng)
         g = k // pair.block_elems
         w = random_weights(rng, pair, n, g)

@@ -1,9 +1,11 @@
 """The K-quant dot kernels (``backends.llvm.kernels.qdot_kquants``) against the numpy oracle.
 
-Every ISA level this host can run is compiled once (all four pairs in one module) and
-compared bit for bit with ``ninfer_ir.numerics.quantized_kquants`` on random-byte and
-valid records, odd record counts, record strides that differ from the record size,
-buffers at odd byte offsets, G = 0 and G = 1, and special scales.
+Every ISA level this host can run is compiled once (all four pairs in one module; the
+VNNI level also without GF2P8AFFINEQB when the host has it) and compared bit for bit
+with ``ninfer_ir.numerics.quantized_kquants`` on random-byte and valid records, odd
+record counts, row counts around the VNNI rows kernel's blocks of 16, record strides
+that differ from the record size, buffers at odd byte offsets, G = 0 and G = 1, special
+scales, and records at the ends of every integer range.
 """
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ import llvmlite.ir as ir
 import numpy as np
 import pytest
 
-from ninfer_ir.backends.llvm.kernels import qdot_kquants
-from ninfer_ir.backends.llvm.runtime.jit import JITModule
+from ninfer_ir.backends.llvm.kernels import qdot_kquants, qdot_kquants_vnni
+from ninfer_ir.backends.llvm.runtime.jit import JITModule, host_target
 from ninfer_ir.numerics import quantized_kquants as K
 from ninfer_ir.numerics.quantized import quantize_q8k
 from ninfer_ir.quant import PAIRS
@@ -33,15 +35,25 @@ def test_every_kquant_has_a_pair():
         assert p.lhs.record_bytes == K.KQUANTS[p.lhs.name].record_bytes
 
 
-@pytest.fixture(scope="module", params=ISAS)
+# The VNNI level with and without GF2P8AFFINEQB (when the host has GFNI).
+VARIANTS = list(ISAS)
+if "avx512vnni" in ISAS and host_target("avx512vnni").has_feature("gfni"):
+    VARIANTS.append("avx512vnni-nogfni")
+
+
+@pytest.fixture(scope="module", params=VARIANTS)
 def kernels(request):
-    isa = request.param
+    variant = request.param
+    isa = variant.split("-")[0]
 
     def build():
-        module = ir.Module(name=f"kquants_{isa}")
+        module = ir.Module(name=f"kquants_{variant}")
         for p in PAIRS_K:
             qdot_kquants.add_dot(module, isa, p)
-            qdot_kquants.add_rows(module, isa, p)
+            if variant.endswith("-nogfni"):
+                qdot_kquants_vnni.add_rows_vnni(module, p, gfni=False)
+            else:
+                qdot_kquants.add_rows(module, isa, p)
         return module
 
     jit = JITModule(build, isa=isa, use_cache=False)
@@ -117,7 +129,8 @@ def test_dot_random_bytes(kernels, name, g):
 
 @pytest.mark.parametrize("name", sorted(K.KQUANTS))
 @pytest.mark.parametrize("n,g,valid", [(1, 1, True), (4, 16, True), (7, 5, False),
-                                       (9, 3, True), (13, 2, False)])
+                                       (9, 3, True), (13, 2, False), (16, 3, True),
+                                       (37, 5, False), (50, 17, True)])
 def test_rows_equal_oracle(kernels, name, n, g, valid):
     kind = K.KQUANTS[name]
     rng = np.random.default_rng(n * 31 + g)
@@ -144,6 +157,26 @@ def test_special_scales(kernels, name):
     w = _records(rng, kind, (6, 5), specials=True)
     x = _q8(rng, 5, valid=True)
     x[:, 0:4] = np.array([np.inf, 1e-45, -0.0, np.nan, 3e38], "<f4").reshape(5, 1).view(np.uint8)
+    got = _run_rows(kernels[name][1], kind, w, x, kind.record_bytes, 0, Q8, 0)
+    assert same_bits(got, _expected(kind, w, x))
+
+
+@pytest.mark.parametrize("name", sorted(K.KQUANTS))
+def test_records_at_the_ends_of_the_integer_ranges(kernels, name):
+    """Records of one repeated byte (every code, scale and min at an end of its range, or a
+    mixed bit pattern) against quants all -128 or all 127: the largest |S| and |T| of the
+    spec's bounds, and the largest partial sums of each kernel's integer lanes."""
+    kind = K.KQUANTS[name]
+    fills = [0x00, 0xFF, 0x80, 0x7F, 0x55, 0xAA]
+    w = np.repeat(np.array(fills, np.uint8)[:, None, None], kind.record_bytes, axis=2)
+    w = np.repeat(w, 2, axis=1)
+    w = np.concatenate([w] * 3)                                     # 18 rows: one block + 2
+    for off in [kind.d] + ([kind.dmin] if kind.has_mins else []):
+        w[..., off:off + 2] = np.array([1.0], "<f2").view(np.uint8)
+    x = np.zeros((2, Q8), np.uint8)
+    x[0, 4:260], x[1, 4:260] = np.uint8(0x80), np.uint8(0x7F)
+    x[:, 260:292] = np.array([-32768, 32767] * 8, "<i2").view(np.uint8)
+    x[:, 0:4] = np.array([1.0], "<f4").view(np.uint8)
     got = _run_rows(kernels[name][1], kind, w, x, kind.record_bytes, 0, Q8, 0)
     assert same_bits(got, _expected(kind, w, x))
 

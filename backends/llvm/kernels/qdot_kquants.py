@@ -31,7 +31,9 @@ the AVX-512 VNNI level two (their 512-bit forms; LLVM fuses the add into
 ``vpdpwssd``). T (Q2_K, Q5_K) is ``vpmaddwd`` of the stored bsum (any i16) and
 each group's min: |T| <= 16*15*32768, exact in i32.
 
-On x86 levels a row's records go in blocks of ``RECORD_BLOCK``: the unreduced
+The rows kernel of the VNNI level is ``qdot_kquants_vnni``'s (16 rows at a time); the
+code here is the single dot, the rows kernel of the other levels and the VNNI kernel's
+path for a few rows. On x86 levels a row's records go in blocks of ``RECORD_BLOCK``: the unreduced
 S (and T) vectors of the block's records are reduced by one shared tree of
 two-source shuffles and adds (``_reduce_many``; integer, so exact in any
 grouping) into one vector with a lane per record, and the float steps run
@@ -50,6 +52,7 @@ import llvmlite.ir as ir
 
 from ninfer_ir.numerics.quantized_kquants import KQUANTS, KQuant
 from ninfer_ir.quant import q8_k
+from ninfer_ir.backends.llvm.runtime.jit import host_target
 from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, decode_scales_bytes,
                                                   reduce_add)
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, const, const_vec,
@@ -333,8 +336,12 @@ def add_dot(module: ir.Module, isa: str, pair) -> ir.Function:
 
 
 def add_rows(module: ir.Module, isa: str, pair) -> ir.Function:
-    """Add ``ninfer_<stem>_dot_rows`` for ``isa``: row by row, each exactly as ``dot``.
-    (Blocks of rows sharing the Q8_K loads measured no faster: the records dominate.)"""
+    """Add ``ninfer_<stem>_dot_rows`` for ``isa``: on the VNNI level the kernel of
+    ``qdot_kquants_vnni`` (blocks of 16 rows sharing each Q8_K record), else row by row,
+    each exactly as ``dot``."""
+    if isa == "avx512vnni":      # imported here: that module builds on this one
+        from ninfer_ir.backends.llvm.kernels.qdot_kquants_vnni import add_rows_vnni
+        return add_rows_vnni(module, pair, host_target(isa).has_feature("gfni"))
     kind = _kind(pair)
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
     for arg, name in zip(fn.args, _ROW_ARGS):
