@@ -25,6 +25,11 @@ with some of llama.cpp's CPU arithmetic emulated:
     rope   rotation angles p * theta_scale^i built by repeated f32 multiplication
     norm   the RMSNorm sum of squares in float64
     all    all of these
+    ulp    (a control, not llama.cpp's) every scaled embedding value moved one ulp up:
+           how far a rounding-level change alone carries
+
+The variants' argmaxes are also compared with each other: two variants that differ
+only in rounding show how much agreement rounding alone costs.
 
 ``--layers`` compares the hidden state after every block (first prompt, every position)
 between the variants and llama.cpp (read through its graph callback: the ``l_out-N``
@@ -57,6 +62,8 @@ PROMPTS = ["The capital of France is",
            "<start_of_turn>model\n",
            "Here is a list of the planets of the solar system, in order from the sun:"]
 EMULATIONS = ("act", "kv", "gelu", "rope", "norm")
+DECISIVE = 0.01       # a top-2 margin of llama.cpp's below this fraction of the spread: a near tie
+NUDGE = "ulp"          # not arithmetic of llama.cpp's: the embedding one ulp up
 # ggml type -> (activation format, values per block) of llama.cpp's CPU matrix product
 ACT_FORMAT = {12: ("q8_k", 256), 14: ("q8_k", 256), 6: ("q8_0", 32), 8: ("q8_0", 32)}
 RECORD = {"q8_k": 292, "q8_0": 34}
@@ -128,6 +135,8 @@ class Emulated(ReferenceForward):
         """The logits ``[T, vocab]`` after every one of ``tokens`` (from position 0)."""
         c, w = self.cfg, self.w
         h = w.rows("token_embd.weight", tokens) * F32(np.sqrt(c.width))
+        if NUDGE in self.emulate:
+            h = np.nextafter(h, F32(np.inf))
         positions = np.arange(len(tokens))
         for layer in range(c.blocks):
             h = self._block(layer, h, positions)
@@ -345,15 +354,21 @@ def main(argv=None):
             variants[spec] = KernelForward(gguf, cfg, args.target, args.threads, 1024)
             continue
         parts = spec.split("+")
-        emulate = EMULATIONS if "all" in parts[1:] else tuple(parts[1:])
-        if parts[0] != "ref" or not set(emulate) <= set(EMULATIONS):
+        emulate = tuple(e for e in parts[1:] if e != "all")
+        if "all" in parts[1:]:
+            emulate = EMULATIONS + emulate
+        if parts[0] != "ref" or not set(emulate) <= set(EMULATIONS + (NUDGE,)):
             ap.error(f"unknown variant {spec!r}")
         variants[spec] = Emulated(gguf, cfg, 1024, emulate, ggml,
                                   quant_check if "act" in emulate else None)
     print(f"llama-cpp-python {llama.version}; {args.prompts} prompts x {args.tokens} tokens; "
           f"threads {args.threads}", flush=True)
     score = {v: [0, 0, 0.0] for v in variants}          # agree, total, worst rel diff
+    rms = {v: [] for v in variants}                     # RMS logit difference / spread
+    decisive = {v: [0, 0] for v in variants}            # agree, total where margin >= 1%
+    margins = []                                        # llama.cpp's top-2 margin / spread
     misses = {v: [] for v in variants}
+    argmaxes = {v: [] for v in variants}
     hidden = {}
     for pi, prompt in enumerate(PROMPTS[:args.prompts]):
         ids = model.tokenizer.encode(prompt, special=True)
@@ -366,6 +381,9 @@ def main(argv=None):
         print(f"prompt {pi} ({len(ids)} ids, same as llama.cpp's: {same}): llama.cpp "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
         spread = want.max(axis=1) - want.min(axis=1)
+        top2 = np.sort(want, axis=1)[:, -2:]
+        margins.append((top2[:, 1] - top2[:, 0]) / spread)
+        clear = margins[-1] >= DECISIVE
         for name, fwd in variants.items():
             t0 = time.perf_counter()
             trace = [] if args.layers and pi == 0 else None
@@ -382,19 +400,38 @@ def main(argv=None):
                 hidden[name] = (h.reshape(-1, cfg.blocks, cfg.width).transpose(1, 0, 2)
                                 if name == "kernels" else h)
             ours = got.argmax(axis=1)
+            argmaxes[name].append(ours)
             agree = int((ours == np.array(toks)).sum())
             rel = float((np.abs(got - want).max(axis=1) / spread).max())
             s = score[name]
             s[0], s[1], s[2] = s[0] + agree, s[1] + len(toks), max(s[2], rel)
+            rms[name].append(np.sqrt(np.mean((got - want) ** 2, axis=1)) / spread)
+            hits = ours == np.array(toks)
+            decisive[name][0] += int(hits[clear].sum())
+            decisive[name][1] += int(clear.sum())
             for t in np.flatnonzero(ours != np.array(toks)):
                 w, g, tok, mine = want[t], got[t], toks[t], int(ours[t])
                 misses[name].append((pi, int(t), margin(w, tok, mine), margin(g, mine, tok),
                                      float(spread[t]), float(np.abs(g - w).max())))
             print(f"  {name:<24} agrees {agree}/{len(toks)}; max |diff| / spread {rel:.4f} "
                   f"({time.perf_counter() - t0:.1f} s)", flush=True)
-    print("\nnext-token agreement over all prompts (largest logit difference / spread):")
+    m = np.concatenate(margins)
+    print(f"\nllama.cpp's top-2 margin / spread: median {np.median(m):.4f}; "
+          f"{int((m < DECISIVE).sum())} of {m.size} positions below {DECISIVE}")
+    print("next-token agreement over all prompts; largest and mean RMS logit difference / "
+          f"spread; agreement where llama.cpp's margin >= {DECISIVE} of the spread:")
     for name, (agree, total, rel) in score.items():
-        print(f"  {name:<24} {agree}/{total} ({100 * agree / total:.1f}%)  {rel:.4f}")
+        d_ok, d_all = decisive[name]
+        print(f"  {name:<24} {agree}/{total} ({100 * agree / total:.1f}%)  {rel:.4f}  "
+              f"{np.mean(np.concatenate(rms[name])):.5f}  {d_ok}/{d_all}")
+    if len(variants) > 1:
+        print("\nnext-token agreement between variants (%):")
+        names = list(variants)
+        picks = {n: np.concatenate(argmaxes[n]) for n in names}
+        print("  " + " " * 24 + " ".join(f"{n[:12]:>12}" for n in names))
+        for a in names:
+            print(f"  {a:<24}" + " ".join(f"{100 * np.mean(picks[a] == picks[b]):12.1f}"
+                                           for b in names))
     if not args.quiet:
         print("\ndisagreements: prompt, step; llama.cpp's margin of its token over ours; our "
               "margin of our token over llama.cpp's; llama.cpp's spread; our max |diff|")
