@@ -31,6 +31,8 @@ with some of llama.cpp's CPU arithmetic emulated:
 The variants' argmaxes are also compared with each other: two variants that differ
 only in rounding show how much agreement rounding alone costs.
 
+``--nodes 0,1,5`` checks every step of those blocks on llama.cpp's own inputs (the
+named nodes of its graph), by the plain reference and with its arithmetic emulated.
 ``--layers`` compares the hidden state after every block (first prompt, every position)
 between the variants and llama.cpp (read through its graph callback: the ``l_out-N``
 tensors). ``--check-quant`` counts activations whose Q8_K / Q8_0 bytes from
@@ -313,6 +315,79 @@ def kernel_logits(fwd, ids, toks, trace=None):
     return np.stack(got)
 
 
+def node_check(llama, model, ggml, switch, layer, prompt):
+    """Every step of block ``layer`` on llama.cpp's own inputs (its graph's named nodes),
+    by the plain reference and with llama.cpp's arithmetic emulated: the relative
+    difference from llama.cpp's output of the step."""
+    c, gguf = model.config, model.gguf
+    ids = model.tokenizer.encode(prompt, special=True)
+    t, sfx = len(ids), f"-{layer}"
+    before = f"l_out-{layer - 1}" if layer else "inp_scaled"
+    llama.layers = {}
+    llama.capture = lambda name: name.endswith(sfx) or name == before
+    llama.llm.reset()
+    llama.llm.eval(ids)
+    llama.capture = None
+    nodes = {name: [v.reshape(t, -1) for v in vals] for name, vals in llama.layers.items()}
+    p = f"blk.{layer}."
+    cos_sin = {}
+    print(f"\nblock {layer} ({'local' if c.is_local(layer) else 'global'}, RoPE base "
+          f"{c.rope_base_of(layer):g}) on llama.cpp's inputs, {t} positions: "
+          "|step - llama.cpp's| / |llama.cpp's|")
+    print(f"  {'step':<28}{'float32':>12}{'emulated':>12}")
+    plain = Emulated(gguf, c, t, (), ggml)
+    emul = Emulated(gguf, c, t, EMULATIONS, ggml)
+    heads = lambda x, n: x.reshape(t, n, c.head_dim)                        # noqa: E731
+    visible = np.tril(np.ones((t, t), bool))
+
+    def steps(f):
+        from ninfer_ir.models.gemma3 import reference as R
+        switch(f.emulate)
+        key = frozenset(f.emulate)
+        if key not in cos_sin:
+            cos_sin[key] = R.rope_tables(np.arange(t), c.head_dim, c.rope_base_of(layer))
+        cos, sin = cos_sin[key]
+        x, q, k = nodes["attn_norm" + sfx][0], nodes["Qcur" + sfx], nodes["Kcur" + sfx]
+        kv_dtype = F16 if "kv" in f.emulate else F32
+        out = {"attn_norm": R.rmsnorm(nodes[before][0], f.w(p + "attn_norm.weight"), c.eps)}
+        for name in ("attn_q", "attn_k", "attn_v"):
+            out[name] = f._matmul(x, p + name + ".weight")
+        out["attn_q_norm"] = R.rmsnorm(heads(q[0], c.heads), f.w(p + "attn_q_norm.weight"),
+                                       c.eps).reshape(t, -1)
+        out["rope (q)"] = R.rope_neox(heads(nodes["Qcur_normed" + sfx][0], c.heads),
+                                      cos, sin).reshape(t, -1)
+        keys = heads(k[-1], c.kv_heads).astype(kv_dtype)
+        vals = heads(nodes["Vcur" + sfx][0], c.kv_heads).astype(kv_dtype)
+        out["attention"] = f._attend(heads(q[-1], c.heads) * F32(c.query_scale), keys, vals,
+                                     visible).reshape(t, -1)
+        o = f._matmul(nodes["kqv_out" + sfx][0], p + "attn_output.weight")
+        out["attn_output, post norm"] = R.rmsnorm(o, f.w(p + "post_attention_norm.weight"),
+                                                  c.eps)
+        out["ffn_norm"] = R.rmsnorm(nodes["sa_out" + sfx][0], f.w(p + "ffn_norm.weight"),
+                                    c.eps)
+        xf = nodes["ffn_norm" + sfx][0]
+        out["ffn_gate"] = f._matmul(xf, p + "ffn_gate.weight")
+        out["ffn_up"] = f._matmul(xf, p + "ffn_up.weight")
+        out["gelu gate"] = f._gelu(nodes["ffn_gate" + sfx][0]) * nodes["ffn_up" + sfx][0]
+        d = f._matmul(nodes["ffn_geglu" + sfx][0], p + "ffn_down.weight")
+        out["ffn_down, post norm"] = R.rmsnorm(d, f.w(p + "post_ffw_norm.weight"), c.eps)
+        switch(())
+        return out
+    want = {"attn_norm": "attn_norm", "attn_q": "Qcur", "attn_k": "Kcur", "attn_v": "Vcur",
+            "attn_q_norm": "Qcur_normed", "rope (q)": "Qcur", "attention": "kqv",
+            "attn_output, post norm": "attn_post_norm", "ffn_norm": "ffn_norm",
+            "ffn_gate": "ffn_gate", "ffn_up": "ffn_up", "gelu gate": "ffn_geglu",
+            "ffn_down, post norm": "ffn_post_norm"}
+    a, b = steps(plain), steps(emul)
+    for step, node in want.items():
+        ref = nodes[node + sfx][-1 if step == "rope (q)" else 0]
+        if step == "attention":               # llama.cpp's kqv is [heads, T, D]
+            ref = ref.reshape(c.heads, t, -1).transpose(1, 0, 2).reshape(t, -1)
+        scale = np.linalg.norm(ref)
+        print(f"  {step:<28}{np.linalg.norm(a[step] - ref) / scale:12.2e}"
+              f"{np.linalg.norm(b[step] - ref) / scale:12.2e}")
+
+
 def margin(row, a, b):
     return float(row[a] - row[b])
 
@@ -331,6 +406,9 @@ def main(argv=None):
                     help="per-block hidden-state divergence on the first prompt")
     ap.add_argument("--check-quant", action="store_true",
                     help="compare ninfer_ir's Q8_K/Q8_0 activation bytes with llama.cpp's")
+    ap.add_argument("--nodes", default="", metavar="BLOCKS",
+                    help="comma-separated blocks to check step by step on llama.cpp's own "
+                         "inputs (the fourth prompt), then stop")
     ap.add_argument("--quiet", action="store_true", help="no per-position listing")
     args = ap.parse_args(argv)
     path = args.model or cached_gguf()
@@ -347,6 +425,10 @@ def main(argv=None):
     cfg, gguf = model.config, model.gguf
     switch = install_emulations()
     quant_check = QuantCheck() if args.check_quant else None
+    if args.nodes:
+        for layer in (int(b) for b in args.nodes.split(",")):
+            node_check(llama, model, ggml, switch, layer, PROMPTS[3])
+        return 0
     variants = {}
     for spec in args.variants.split(","):
         if spec == "kernels":
