@@ -2,14 +2,15 @@
 
     PYTHONPATH=. python scripts/gemma3_agreement.py [MODEL.gguf] [--prompts 8] [--tokens 64]
         [--variants kernels,ref,ref+all,...] [--threads 2] [--layers] [--check-quant]
+        [--nodes 0,1,5] [--quiet]
 
 For each prompt llama.cpp generates ``--tokens`` greedy tokens (its logits recorded at
 every step); every variant then reads the prompt and llama.cpp's tokens (teacher forcing)
-and is scored by next-token agreement (our argmax == llama.cpp's token) and the largest
-|our logit - llama.cpp's| relative to the spread of llama.cpp's logits. At every position
-where a variant disagrees, the top-2 margin of llama.cpp's logits and how far our logit of
-llama.cpp's token lies below our top logit are listed (a near tie is a margin that is a
-small fraction of the logit differences we measure elsewhere).
+and is scored by next-token agreement (our argmax == llama.cpp's token), the largest and
+the mean RMS |our logit - llama.cpp's| relative to the spread (max - min) of llama.cpp's
+logits, and the agreement where llama.cpp's top-2 margin is at least 1% of the spread
+(elsewhere: a near tie). At every position where a variant disagrees, llama.cpp's margin
+of its token over ours and our margin of ours over its are listed.
 
 Variants: ``kernels`` is the DSL forward pass (``forward.py``, ``--target``, default cpu);
 ``ref`` is the float32 numpy reference (``reference.py``); ``ref+E1+E2...`` is the reference
