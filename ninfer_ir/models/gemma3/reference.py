@@ -114,8 +114,8 @@ class ReferenceForward:
         positions = np.arange(pos, pos + t_count)
         for layer in range(c.blocks):
             h = self._block(layer, h, positions)
-        out = rmsnorm(h[-1], w("output_norm.weight"), c.eps)
-        logits = out @ w(w.output_name()).T
+        out = rmsnorm(h[-1:], w("output_norm.weight"), c.eps)
+        logits = self._matmul(out, w.output_name())[0]
         if c.final_softcap:
             cap = F32(c.final_softcap)
             logits = np.tanh(logits / cap) * cap
@@ -125,9 +125,9 @@ class ReferenceForward:
         c, w, p = self.cfg, self.w, f"blk.{layer}."
         t_count, d = h.shape[0], c.head_dim
         x = rmsnorm(h, w(p + "attn_norm.weight"), c.eps)
-        q = (x @ w(p + "attn_q.weight").T).reshape(t_count, c.heads, d)
-        k = (x @ w(p + "attn_k.weight").T).reshape(t_count, c.kv_heads, d)
-        v = (x @ w(p + "attn_v.weight").T).reshape(t_count, c.kv_heads, d)
+        q = self._matmul(x, p + "attn_q.weight").reshape(t_count, c.heads, d)
+        k = self._matmul(x, p + "attn_k.weight").reshape(t_count, c.kv_heads, d)
+        v = self._matmul(x, p + "attn_v.weight").reshape(t_count, c.kv_heads, d)
         q = rmsnorm(q, w(p + "attn_q_norm.weight"), c.eps)
         k = rmsnorm(k, w(p + "attn_k_norm.weight"), c.eps)
         cos, sin = rope_tables(positions, d, c.rope_base_of(layer))
@@ -137,20 +137,37 @@ class ReferenceForward:
         self.k_cache[layer, first:last] = k
         self.v_cache[layer, first:last] = v
         keys, vals = self.k_cache[layer, :last], self.v_cache[layer, :last]
-        group = c.heads // c.kv_heads
-        kv_of_head = np.arange(c.heads) // group
-        scores = np.einsum("thd,shd->hts", q, keys[:, kv_of_head])      # [H, T, S]
         kpos = np.arange(last)[None, :]
         visible = kpos <= positions[:, None]
         if c.is_local(layer):
             visible &= positions[:, None] - kpos < c.sliding_window
+        att = self._attend(q, keys, vals, visible).reshape(t_count, -1)
+        o = self._matmul(att, p + "attn_output.weight")
+        h = h + rmsnorm(o, w(p + "post_attention_norm.weight"), c.eps)
+        x = rmsnorm(h, w(p + "ffn_norm.weight"), c.eps)
+        g = self._gelu(self._matmul(x, p + "ffn_gate.weight"))
+        g = g * self._matmul(x, p + "ffn_up.weight")
+        f = self._matmul(g, p + "ffn_down.weight")
+        return h + rmsnorm(f, w(p + "post_ffw_norm.weight"), c.eps)
+
+    # The steps below are methods so that a diagnostic can swap one numeric choice
+    # (scripts/gemma3_agreement.py emulates llama.cpp's CPU arithmetic this way).
+
+    def _matmul(self, x: np.ndarray, name: str) -> np.ndarray:
+        """x W^T for the rows ``x`` ``[T, K]`` and the matrix ``name`` ``[N, K]``."""
+        return x @ self.w(name).T
+
+    def _gelu(self, x: np.ndarray) -> np.ndarray:
+        return gelu_tanh(x)
+
+    def _attend(self, q: np.ndarray, keys: np.ndarray, vals: np.ndarray,
+                visible: np.ndarray) -> np.ndarray:
+        """softmax(q k^T) v per head over the ``visible`` ``[T, S]`` cache positions:
+        ``q`` ``[T, H, D]`` (already scaled), ``keys`` and ``vals`` ``[S, KV, D]``."""
+        c = self.cfg
+        kv_of_head = np.arange(c.heads) // (c.heads // c.kv_heads)
+        scores = np.einsum("thd,shd->hts", q, keys[:, kv_of_head])      # [H, T, S]
         scores = np.where(visible[None], scores, -np.inf)
         scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
         probs = scores / scores.sum(axis=-1, keepdims=True)
-        att = np.einsum("hts,shd->thd", probs, vals[:, kv_of_head]).reshape(t_count, -1)
-        o = att @ w(p + "attn_output.weight").T
-        h = h + rmsnorm(o, w(p + "post_attention_norm.weight"), c.eps)
-        x = rmsnorm(h, w(p + "ffn_norm.weight"), c.eps)
-        g = gelu_tanh(x @ w(p + "ffn_gate.weight").T) * (x @ w(p + "ffn_up.weight").T)
-        f = g @ w(p + "ffn_down.weight").T
-        return h + rmsnorm(f, w(p + "post_ffw_norm.weight"), c.eps)
+        return np.einsum("hts,shd->thd", probs, vals[:, kv_of_head])
