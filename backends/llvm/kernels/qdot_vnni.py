@@ -25,7 +25,10 @@ as a row (2304 bytes for K = 4096); the hardware prefetchers keep few of them
 ahead, so with the weights in DRAM the loads stall and the record code waits on
 them. Each step therefore prefetches the records ``PREFETCH_STEPS`` steps further
 along the walk (into the next block past the end of this one), which lets the
-DRAM transfer overlap the arithmetic. Prefetches are hints: results do not change.
+DRAM transfer overlap the arithmetic. Where a block spans at most ``NEXT_BLOCK_MAX``
+bytes, each step also prefetches 1/G of the next block's span in address order (one
+sequential stream a block ahead, ``_prefetch_next_block``). Prefetches are hints:
+results do not change.
 
 Per Q4_K record (two 64-byte loads of nibbles ``Q0``, ``Q1``):
 
@@ -86,6 +89,7 @@ V16F = vec(F32, 16)
 PTRS = ir.VectorType(I32.as_pointer(), LANES)
 PREFETCH_STEPS = 4      # steps of the walk (16 records each) that prefetching runs ahead
 PREFETCH_LINES = (0, 64, 128)   # with records 144 bytes apart, these cover every line
+NEXT_BLOCK_MAX = 64 << 10       # blocks up to this span also prefetch the next one in order
 
 
 class _Intrinsics:
@@ -307,6 +311,28 @@ def _prefetch_ahead(b, module, first_row, g, ng, w_row, w_rec):
         rec = b.gep(rec, [w_row])
 
 
+def _prefetch_next_block(b, module, first_row, g, ng, count, w_row):
+    """Prefetch the next block's rows in address order, 1/ng of their span per step.
+
+    A matrix's rows follow one another in memory, so the next block's 16 rows are one
+    span of ``16 * w_row`` bytes: read in address order, a block ahead of the walk, it
+    is a single sequential stream, which the memory system serves better than the 16
+    short streams of the walk itself. Only where the chunk is the whole row
+    (``ng == count``: the span is then exactly what the next block reads) and the span
+    is at most ``NEXT_BLOCK_MAX`` (with longer rows it gained nothing cold and cost
+    hot). Issued as a loop after the walk's own prefetches: unrolled, or before them,
+    it did not help (docs/cpu-performance-notes.md, "Weights from DRAM").
+    """
+    pf = intrinsic(module, "llvm.prefetch.p0", ir.VoidType(), [I8P, I32, I32, I32])
+    span = b.mul(w_row, i64(LANES))
+    per_step = b.udiv(b.add(span, b.sub(b.mul(ng, i64(64)), i64(1))), b.mul(ng, i64(64)))
+    wanted = b.and_(b.icmp_signed("==", ng, count),      # unsigned: a reversed row axis
+                    b.icmp_unsigned("<=", span, i64(NEXT_BLOCK_MAX)))   # (w_row < 0) never
+    start = b.gep(first_row, [b.add(span, b.mul(b.mul(g, per_step), i64(64)))])
+    with for_range(b, 0, b.select(wanted, per_step, i64(0)), name="next") as k:
+        b.call(pf, [b.gep(start, [b.mul(k, i64(64))]), i32(0), i32(3), i32(1)])
+
+
 def add_rows_vnni(module: ir.Module, gfni: bool = False) -> ir.Function:
     """``ninfer_q4k_q8k_dot_rows``; ``gfni`` extracts high nibbles with GF2P8AFFINEQB."""
     fns = _Intrinsics(module, gfni)
@@ -372,6 +398,7 @@ def add_rows_vnni(module: ir.Module, gfni: bool = False) -> ir.Function:
             with for_range(b, 0, ng, name="g") as g:
                 offset = b.mul(g, w_rec)
                 _prefetch_ahead(b, module, bases[0], g, ng, w_row, w_rec)
+                _prefetch_next_block(b, module, bases[0], g, ng, count, w_row)
                 recs = [b.gep(base, [offset]) for base in bases]
                 heads = b.inttoptr(b.add(addr_vec, _splat(b, offset, vec(I64, LANES))), PTRS)
                 slot = b.gep(xp, [b.mul(g, i64(SLOT))])
