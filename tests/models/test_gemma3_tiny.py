@@ -122,16 +122,18 @@ def test_cpu_logits_equal_the_interpreter(gguf_file, interp_logits, threads):
 
 
 def test_quantized_weights_are_used_in_place(gguf_file):
-    """Every matrix (Q4_K, Q6_K, Q5_0, Q8_0; the tied output projection too) is read
-    from the map by a quantized GEMV: nothing is decoded to float32."""
+    """Every matrix (Q4_K, Q6_K, Q5_0, Q8_0; the tied output projection too) is an
+    argument of a kernel call as the records in the map: nothing is decoded to float32."""
     f = KernelForward(gguf_file, target="interp")
-    f.forward([2], 0)
+    args = [a for layer in f.layers for _, call in layer for a in call] + list(f._logits[1])
     mats = {n: t for n, t in gguf_file.tensors.items() if len(t.shape) == 2}
-    assert set(f._mats) == mats.keys()
     assert {t.type_name for t in mats.values()} == {"Q4_K", "Q6_K", "Q5_0", "Q8_0"}
     for name, t in mats.items():
-        kernel, _, w = f._mats[name]
-        assert kernel != "gemv_f32" and np.shares_memory(w, gguf_file._buf), name
+        w = t.records
+        assert np.shares_memory(w, gguf_file._buf), name
+        assert any(type(a) is np.ndarray and a.dtype == np.uint8 and a.shape == w.shape
+                   and a.__array_interface__["data"][0] == w.__array_interface__["data"][0]
+                   for a in args), name
 
 
 def test_kernels_follow_the_reference(gguf_file, interp_logits):

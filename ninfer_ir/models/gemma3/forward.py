@@ -2,14 +2,18 @@
 buffers, loops over tokens and layers and calls the kernels; every tensor operation
 runs in a kernel, on the interpreter or a compiled target, with the same bits.
 
-Per token and layer: ``rmsnorm_rows`` (attention norm), three GEMVs (q, k, v),
-``rmsnorm_rows`` on the q and k heads, ``rope_neox`` on q (with the query scale) and k,
-the keys and values stored in the cache, ``attention``, the output GEMV,
-``add_rmsnorm`` (post-attention norm and residual), ``rmsnorm_rows`` (FFN norm), the
-gate and up GEMVs, ``gelu_gate``, the down GEMV and ``add_rmsnorm`` again. A GEMV is
-``gemv_q4k``, ``gemv_q6k``, ``gemv_q5_0`` or ``gemv_q8_0`` on weights in those formats
-as stored (the tied output projection reads the Q8_0 token embedding in place), and
-``gemv_f32`` on weights of any other format, decoded once by ``ninfer_ir.formats``.
+Per token: ``scale`` (the embedding row, decoded by ``ninfer_ir.formats``, times
+sqrt(width)); per layer six calls, ``attn_in``, ``qk_rope``, ``attention``,
+``attn_out``, ``gate_up``, ``ffn_out``; after the last token of a call, ``logits``
+(the output norm and the tied output projection, read from the Q8_0 token embedding
+in place). Every weight matrix is multiplied as stored (Q4_K, Q6_K, Q5_0, Q8_0).
+
+The argument lists of a layer's calls are built once (views of the buffers, the
+weights and the norms); per token only the position, the cache slot and the
+attention range change. The KV cache is ``[position, layer, kv head, head size]``:
+the positions in use are one contiguous span, so its resident memory grows with
+the context used (numpy asks for huge pages for large arrays; a layer-major cache
+touched at one position in every layer held 2 MB pages in every layer).
 """
 from __future__ import annotations
 
@@ -22,11 +26,6 @@ from .config import Gemma3Config
 from .reference import Weights
 
 F32 = np.float32
-_KERNELS = ("rmsnorm_rows", "add_rmsnorm", "scale", "gemv_f32", "gemv_q4k", "gemv_q6k",
-            "gemv_q5_0", "gemv_q8_0", "rope_neox", "attention", "gelu_gate")
-# ggml type -> (the GEMV kernel that consumes it as stored, values per activation block)
-AS_STORED = {12: ("gemv_q4k", 256), 14: ("gemv_q6k", 256), 6: ("gemv_q5_0", 32),
-             8: ("gemv_q8_0", 32)}
 
 
 class KernelForward:
@@ -40,39 +39,76 @@ class KernelForward:
         self.name = f"kernel forward pass ({target})"
         self.max_context = min(max_context, c.context_length)
         self._w = Weights(gguf)
-        if target == "interp":
-            self.k = {n: _interpreted(getattr(K, n)) for n in _KERNELS}
-        else:
-            self.k = {n: I.compile(getattr(K, n), target=target, threads=threads)
-                      for n in _KERNELS}
-        d, kvd = c.heads * c.head_dim, c.kv_heads * c.head_dim
+        self._compiled: dict = {}
+
+        def kernel(k):
+            if k not in self._compiled:
+                self._compiled[k] = (_interpreted(k) if target == "interp" else
+                                     I.compile(k, target=target, threads=threads))
+            return self._compiled[k]
+        self.kernel = kernel
+
+        d = c.heads * c.head_dim
         self.h, self.x, self.y = (np.zeros(c.width, F32) for _ in range(3))
-        self.q, self.qn = (np.zeros((c.heads, c.head_dim), F32) for _ in range(2))
-        self.att = np.zeros((c.heads, c.head_dim), F32)
-        self.kv = np.zeros((2, c.kv_heads, c.head_dim), F32)
-        self.g, self.u, self.f = (np.zeros(c.ffn, F32) for _ in range(3))
-        self.qraw = np.zeros(d, F32)
-        self.kvraw = np.zeros((2, kvd), F32)
+        self.q, self.q_rot, self.att = (np.zeros((c.heads, c.head_dim), F32) for _ in range(3))
+        self.k, self.v = (np.zeros((c.kv_heads, c.head_dim), F32) for _ in range(2))
+        self.f = np.zeros(c.ffn, F32)
         self.scores = np.zeros((c.heads, self.max_context), F32)
         self.logits = np.zeros(c.vocab, F32)
-        shape = (c.blocks, self.max_context, c.kv_heads, c.head_dim)
+        shape = (self.max_context, c.blocks, c.kv_heads, c.head_dim)
         self.k_cache, self.v_cache = np.zeros(shape, F32), np.zeros(shape, F32)
         self.inv_freq = {base: (base ** (-np.arange(0, c.head_dim, 2) / c.head_dim)).astype(F32)
                          for base in {c.rope_base, c.rope_base_local}}
-        self._mats: dict = {}
+        self.eps = F32(c.eps)
+        self.layers = [self._layer(i) for i in range(c.blocks)]
+        emb = self._w.output_name()
+        blk = K.activation_scheme((self._type(emb),), emb).block
+        self._logits = (kernel(K.logits_kernel(self._type(emb))),
+                        (self.h.reshape(-1, blk), self._vec("output_norm.weight", -1, blk),
+                         self._mat(emb), self.x.reshape(-1, blk), self.logits, self.eps))
 
-    def _norm(self, name: str) -> np.ndarray:
-        return self.gguf.tensors[name].records            # F32 in the file: a view
+    def _type(self, name: str) -> int:
+        return self.gguf.tensors[name].ggml_type
 
-    def _gemv(self, name: str, x: np.ndarray, y: np.ndarray) -> None:
-        """y = W x with W the tensor ``name``: Q4_K, Q6_K, Q5_0 and Q8_0 as stored,
-        other formats decoded to float32 once."""
-        if name not in self._mats:
-            t = self.gguf.tensors[name]
-            kernel, block = AS_STORED.get(t.ggml_type, ("gemv_f32", 0))
-            self._mats[name] = (kernel, block, t.records if block else self._w(name))
-        kernel, block, w = self._mats[name]
-        self.k[kernel](w, x.reshape(-1, block) if block else x, y)
+    def _mat(self, name: str) -> np.ndarray:
+        """The records of a weight matrix in the map, ``[rows, records, bytes]``."""
+        return self.gguf.tensors[name].records
+
+    def _vec(self, name: str, *shape) -> np.ndarray:
+        """A float32 norm weight in the map (a view), reshaped."""
+        return self.gguf.tensors[name].records.reshape(shape or (-1,))
+
+    def _layer(self, layer: int):
+        """(attn_in, qk_rope, attn_out, gate_up, ffn_out) of ``layer``: each (kernel, its
+        arguments) for the ones whose arguments never change; qk_rope's kernel and
+        fixed arguments (the position and cache slot are added per token)."""
+        c, p, eps, kernel = self.cfg, f"blk.{layer}.", self.eps, self.kernel
+        names = [p + n + ".weight" for n in ("attn_q", "attn_k", "attn_v", "attn_output",
+                                             "ffn_gate", "ffn_up", "ffn_down")]
+        tq, tk, tv, to, tg, tu, td = (self._type(n) for n in names)
+        wq, wk, wv, wo, wg, wu, wd = (self._mat(n) for n in names)
+        b_in = K.activation_scheme((tq, tk, tv), p + "attn_q/k/v").block
+        b_o = K.activation_scheme((to,), names[3]).block
+        b_g = K.activation_scheme((tg, tu), p + "ffn_gate/up").block
+        b_d = K.activation_scheme((td,), names[6]).block
+        half = c.head_dim // 2
+        attn_in = (kernel(K.attn_in_kernel(tq, tk, tv)),
+                   (self.h.reshape(-1, b_in), self._vec(p + "attn_norm.weight", -1, b_in),
+                    wq, wk, wv, self.x.reshape(-1, b_in), self.q.reshape(-1),
+                    self.k.reshape(-1), self.v.reshape(-1), eps))
+        rope = (kernel(K.qk_rope),
+                (self.q.reshape(c.heads, 2, half), self.k.reshape(c.kv_heads, 2, half),
+                 self.v, self._vec(p + "attn_q_norm.weight", 2, half),
+                 self._vec(p + "attn_k_norm.weight", 2, half),
+                 self.inv_freq[c.rope_base_of(layer)], self.q_rot.reshape(c.heads, 2, half)))
+        attn_out = (kernel(K.attn_out_kernel(to)),
+                    (self.att.reshape(-1, b_o), wo, self._vec(p + "post_attention_norm.weight"),
+                     self._vec(p + "ffn_norm.weight"), self.y, self.h, self.x, eps))
+        gate_up = (kernel(K.gate_up_kernel(tg, tu)), (self.x.reshape(-1, b_g), wg, wu, self.f))
+        ffn_out = (kernel(K.ffn_out_kernel(td)),
+                   (self.f.reshape(-1, b_d), wd, self._vec(p + "post_ffw_norm.weight"),
+                    self.y, self.h, eps))
+        return attn_in, rope, attn_out, gate_up, ffn_out
 
     def forward(self, tokens, pos: int) -> np.ndarray:
         tokens = [int(t) for t in tokens]
@@ -82,49 +118,26 @@ class KernelForward:
             raise ValueError(f"context of {self.max_context} positions exceeded")
         for i, tok in enumerate(tokens):
             self._token(tok, pos + i)
-        c = self.cfg
-        self.k["rmsnorm_rows"](self.h.reshape(1, -1), self._norm("output_norm.weight"),
-                               self.x.reshape(1, -1), F32(c.eps))
-        self._gemv(self._w.output_name(), self.x, self.logits)
+        run, args = self._logits
+        run(*args)
         return self.logits.copy()
 
     def _token(self, tok: int, pos: int) -> None:
-        c, k = self.cfg, self.k
-        eps = F32(c.eps)
+        c = self.cfg
         row = self._w.rows("token_embd.weight", [tok])[0]
-        k["scale"](row, self.h, F32(np.sqrt(c.width)))
-        for layer in range(c.blocks):
-            p = f"blk.{layer}."
-            k["rmsnorm_rows"](self.h.reshape(1, -1), self._norm(p + "attn_norm.weight"),
-                              self.x.reshape(1, -1), eps)
-            self._gemv(p + "attn_q.weight", self.x, self.qraw)
-            self._gemv(p + "attn_k.weight", self.x, self.kvraw[0])
-            self._gemv(p + "attn_v.weight", self.x, self.kvraw[1])
-            k["rmsnorm_rows"](self.qraw.reshape(c.heads, -1),
-                              self._norm(p + "attn_q_norm.weight"), self.qn, eps)
-            k["rmsnorm_rows"](self.kvraw[0].reshape(c.kv_heads, -1),
-                              self._norm(p + "attn_k_norm.weight"), self.kv[0], eps)
-            inv = self.inv_freq[c.rope_base_of(layer)]
-            k["rope_neox"](self.qn.reshape(c.heads, 2, -1), inv,
-                           self.q.reshape(c.heads, 2, -1), F32(pos), F32(c.query_scale))
-            k["rope_neox"](self.kv[0].reshape(c.kv_heads, 2, -1), inv,
-                           self.kv[1].reshape(c.kv_heads, 2, -1), F32(pos), F32(1.0))
-            self.k_cache[layer, pos] = self.kv[1]
-            self.v_cache[layer, pos] = self.kvraw[1].reshape(c.kv_heads, -1)
+        self.kernel(K.scale)(row, self.h, F32(np.sqrt(c.width)))
+        q_scale, fpos = F32(c.query_scale), F32(pos)
+        attention = self.kernel(K.attention)
+        for layer, (attn_in, rope, attn_out, gate_up, ffn_out) in enumerate(self.layers):
+            attn_in[0](*attn_in[1])
+            k_cache, v_cache = self.k_cache[:, layer], self.v_cache[:, layer]
+            rope[0](*rope[1], k_cache[pos].reshape(c.kv_heads, 2, -1), v_cache[pos], fpos,
+                    q_scale, self.eps)
             start = max(0, pos + 1 - c.sliding_window) if c.is_local(layer) else 0
-            k["attention"](self.q, self.k_cache[layer], self.v_cache[layer], self.scores,
-                           self.att, start, pos + 1)
-            self._gemv(p + "attn_output.weight", self.att.reshape(-1), self.y)
-            k["add_rmsnorm"](self.h, self.y, self._norm(p + "post_attention_norm.weight"),
-                             self.x, eps)
-            k["rmsnorm_rows"](self.h.reshape(1, -1), self._norm(p + "ffn_norm.weight"),
-                              self.x.reshape(1, -1), eps)
-            self._gemv(p + "ffn_gate.weight", self.x, self.g)
-            self._gemv(p + "ffn_up.weight", self.x, self.u)
-            k["gelu_gate"](self.g, self.u, self.f)
-            self._gemv(p + "ffn_down.weight", self.f, self.y)
-            k["add_rmsnorm"](self.h, self.y, self._norm(p + "post_ffw_norm.weight"),
-                             self.x, eps)
+            attention(self.q_rot, k_cache, v_cache, self.scores, self.att, start, pos + 1)
+            attn_out[0](*attn_out[1])
+            gate_up[0](*gate_up[1])
+            ffn_out[0](*ffn_out[1])
 
 
 def _interpreted(kernel):
