@@ -2,15 +2,19 @@
 buffers, loops over tokens and layers and calls the kernels; every tensor operation
 runs in a kernel, on the interpreter or a compiled target, with the same bits.
 
-Per token: ``scale`` (the embedding row, decoded by ``ninfer_ir.formats``, times
+The tokens of a call go through the layers together, up to ``batch`` at a time (a
+prompt at once, a generated token alone): every kernel takes M rows, one per token.
+Per batch: ``scale`` (the embedding rows, decoded by ``ninfer_ir.formats``, times
 sqrt(width)); per layer six calls, ``attn_in``, ``qk_rope``, ``attention``,
 ``attn_out``, ``gate_up``, ``ffn_out``; after the last token of a call, ``logits``
-(the output norm and the tied output projection, read from the Q8_0 token embedding
-in place). Every weight matrix is multiplied as stored (Q4_K, Q6_K, Q5_0, Q8_0).
+on the last row (the output norm and the tied output projection, read from the Q8_0
+token embedding in place). Every weight matrix is multiplied as stored (Q4_K, Q6_K,
+Q5_0, Q8_0). A row's arithmetic is the same whatever the batch, so a prompt read at
+once gives the bits of the prompt read token by token.
 
-The argument lists of a layer's calls are built once (views of the buffers, the
-weights and the norms); per token only the position, the cache slot and the
-attention range change. The KV cache is ``[position, layer, kv head, head size]``:
+The argument lists of a layer's calls are built once for one row and for a full
+batch (views of the buffers, the weights and the norms); per call only the
+position and the cache slots change. The KV cache is ``[position, layer, kv head, head size]``:
 the positions in use are one contiguous span, so its resident memory grows with
 the context used (numpy asks for huge pages for large arrays; a layer-major cache
 touched at one position in every layer held 2 MB pages in every layer).
@@ -30,42 +34,50 @@ F32 = np.float32
 
 class KernelForward:
     """``forward(tokens, pos)`` -> float32 logits ``[vocab]`` after the last of
-    ``tokens`` (at positions ``pos, pos + 1, ...``), as ``ReferenceForward``."""
+    ``tokens`` (at positions ``pos, pos + 1, ...``), as ``ReferenceForward``. The tokens
+    go through the layers ``batch`` at a time (one row each in every kernel call)."""
 
     def __init__(self, gguf, config: Gemma3Config | None = None, target: str = "cpu",
-                 threads: int | None = None, max_context: int = 4096):
+                 threads: int | None = None, max_context: int = 4096, batch: int = 64):
         self.cfg = c = config or Gemma3Config.from_gguf(gguf)
         self.gguf, self.target = gguf, target
         self.name = f"kernel forward pass ({target})"
         self.max_context = min(max_context, c.context_length)
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        self.batch = batch
         self._w = Weights(gguf)
         self._compiled: dict = {}
-
-        def kernel(k):
-            if k not in self._compiled:
-                self._compiled[k] = (_interpreted(k) if target == "interp" else
-                                     I.compile(k, target=target, threads=threads))
-            return self._compiled[k]
-        self.kernel = kernel
-
-        d = c.heads * c.head_dim
-        self.h, self.x, self.y = (np.zeros(c.width, F32) for _ in range(3))
-        self.q, self.q_rot, self.att = (np.zeros((c.heads, c.head_dim), F32) for _ in range(3))
-        self.k, self.v = (np.zeros((c.kv_heads, c.head_dim), F32) for _ in range(2))
-        self.f = np.zeros(c.ffn, F32)
+        self._threads = threads
+        b, hd = batch, c.head_dim
+        self.h, self.x, self.y = (np.zeros((b, c.width), F32) for _ in range(3))
+        self.q = np.zeros((b, c.heads * hd), F32)
+        self.q_rot, self.att = (np.zeros((b, c.heads, hd), F32) for _ in range(2))
+        self.k, self.v = (np.zeros((b, c.kv_heads * hd), F32) for _ in range(2))
+        self.f = np.zeros((b, c.ffn), F32)
         self.scores = np.zeros((c.heads, self.max_context), F32)
         self.logits = np.zeros(c.vocab, F32)
-        shape = (self.max_context, c.blocks, c.kv_heads, c.head_dim)
+        shape = (self.max_context, c.blocks, c.kv_heads, hd)
         self.k_cache, self.v_cache = np.zeros(shape, F32), np.zeros(shape, F32)
-        self.inv_freq = {base: (base ** (-np.arange(0, c.head_dim, 2) / c.head_dim)).astype(F32)
+        self.inv_freq = {base: (base ** (-np.arange(0, hd, 2) / hd)).astype(F32)
                          for base in {c.rope_base, c.rope_base_local}}
         self.eps = F32(c.eps)
-        self.layers = [self._layer(i) for i in range(c.blocks)]
+        self._plans = [self._plan(i) for i in range(c.blocks)]
+        self._calls = {1: self._layer_calls(1), batch: self._layer_calls(batch)}
+        self.layers = self._calls[batch]
         emb = self._w.output_name()
-        blk = K.activation_scheme((self._type(emb),), emb).block
-        self._logits = (kernel(K.logits_kernel(self._type(emb))),
-                        (self.h.reshape(-1, blk), self._vec("output_norm.weight", -1, blk),
-                         self._mat(emb), self.x.reshape(-1, blk), self.logits, self.eps))
+        self._emb_block = K.activation_scheme((self._type(emb),), emb).block
+        self._logits = (self.kernel(K.logits_kernel(self._type(emb))),
+                        (self._vec("output_norm.weight", -1, self._emb_block), self._mat(emb),
+                         np.zeros((c.width // self._emb_block, self._emb_block), F32),
+                         self.logits, self.eps))
+
+    def kernel(self, k):
+        """``k`` compiled for the target (once), or run by the interpreter."""
+        if k not in self._compiled:
+            self._compiled[k] = (_interpreted(k) if self.target == "interp" else
+                                 I.compile(k, target=self.target, threads=self._threads))
+        return self._compiled[k]
 
     def _type(self, name: str) -> int:
         return self.gguf.tensors[name].ggml_type
@@ -78,37 +90,57 @@ class KernelForward:
         """A float32 norm weight in the map (a view), reshaped."""
         return self.gguf.tensors[name].records.reshape(shape or (-1,))
 
-    def _layer(self, layer: int):
-        """(attn_in, qk_rope, attn_out, gate_up, ffn_out) of ``layer``: each (kernel, its
-        arguments) for the ones whose arguments never change; qk_rope's kernel and
-        fixed arguments (the position and cache slot are added per token)."""
-        c, p, eps, kernel = self.cfg, f"blk.{layer}.", self.eps, self.kernel
+    def _plan(self, layer: int) -> dict:
+        """The kernels, weights, norms and activation blocks of ``layer``."""
+        c, p = self.cfg, f"blk.{layer}."
         names = [p + n + ".weight" for n in ("attn_q", "attn_k", "attn_v", "attn_output",
                                              "ffn_gate", "ffn_up", "ffn_down")]
         tq, tk, tv, to, tg, tu, td = (self._type(n) for n in names)
-        wq, wk, wv, wo, wg, wu, wd = (self._mat(n) for n in names)
-        b_in = K.activation_scheme((tq, tk, tv), p + "attn_q/k/v").block
-        b_o = K.activation_scheme((to,), names[3]).block
-        b_g = K.activation_scheme((tg, tu), p + "ffn_gate/up").block
-        b_d = K.activation_scheme((td,), names[6]).block
+        s_in = K.activation_scheme((tq, tk, tv), p + "attn_q/k/v")
         half = c.head_dim // 2
-        attn_in = (kernel(K.attn_in_kernel(tq, tk, tv)),
-                   (self.h.reshape(-1, b_in), self._vec(p + "attn_norm.weight", -1, b_in),
-                    wq, wk, wv, self.x.reshape(-1, b_in), self.q.reshape(-1),
-                    self.k.reshape(-1), self.v.reshape(-1), eps))
-        rope = (kernel(K.qk_rope),
-                (self.q.reshape(c.heads, 2, half), self.k.reshape(c.kv_heads, 2, half),
-                 self.v, self._vec(p + "attn_q_norm.weight", 2, half),
-                 self._vec(p + "attn_k_norm.weight", 2, half),
-                 self.inv_freq[c.rope_base_of(layer)], self.q_rot.reshape(c.heads, 2, half)))
-        attn_out = (kernel(K.attn_out_kernel(to)),
-                    (self.att.reshape(-1, b_o), wo, self._vec(p + "post_attention_norm.weight"),
-                     self._vec(p + "ffn_norm.weight"), self.y, self.h, self.x, eps))
-        gate_up = (kernel(K.gate_up_kernel(tg, tu)), (self.x.reshape(-1, b_g), wg, wu, self.f))
-        ffn_out = (kernel(K.ffn_out_kernel(td)),
-                   (self.f.reshape(-1, b_d), wd, self._vec(p + "post_ffw_norm.weight"),
-                    self.y, self.h, eps))
-        return attn_in, rope, attn_out, gate_up, ffn_out
+        return dict(
+            attn_in=self.kernel(K.attn_in_kernel(tq, tk, tv)), b_in=s_in.block,
+            b_xq=s_in.act_record, attn_out=self.kernel(K.attn_out_kernel(to)),
+            b_o=K.activation_scheme((to,), names[3]).block,
+            gate_up=self.kernel(K.gate_up_kernel(tg, tu)),
+            b_g=K.activation_scheme((tg, tu), p + "ffn_gate/up").block,
+            ffn_out=self.kernel(K.ffn_out_kernel(td)),
+            b_d=K.activation_scheme((td,), names[6]).block,
+            w=[self._mat(n) for n in names],
+            attn_norm=self._vec(p + "attn_norm.weight"),
+            q_norm=self._vec(p + "attn_q_norm.weight", 2, half),
+            k_norm=self._vec(p + "attn_k_norm.weight", 2, half),
+            post_attn=self._vec(p + "post_attention_norm.weight"),
+            ffn_norm=self._vec(p + "ffn_norm.weight"),
+            post_ffw=self._vec(p + "post_ffw_norm.weight"),
+            inv_freq=self.inv_freq[c.rope_base_of(layer)],
+            window=c.sliding_window if c.is_local(layer) else self.max_context)
+
+    def _layer_calls(self, m: int) -> list:
+        """Per layer, for ``m`` tokens at once: (attn_in, qk_rope, attn_out, gate_up,
+        ffn_out), each (kernel, arguments) with views of the first ``m`` rows of the
+        buffers; qk_rope's arguments lack the cache slots, the position and the last two
+        scalars, added per call."""
+        c, eps, half = self.cfg, self.eps, self.cfg.head_dim // 2
+        h, x, y, f = self.h[:m], self.x[:m], self.y[:m], self.f[:m]
+        out = []
+        for pl in self._plans:
+            wq, wk, wv, wo, wg, wu, wd = pl["w"]
+            b_in = pl["b_in"]
+            xq = np.zeros((m, c.width // b_in, pl["b_xq"]), np.uint8)
+            out.append((
+                (pl["attn_in"], (h.reshape(m, -1, b_in), pl["attn_norm"].reshape(-1, b_in),
+                                 wq, wk, wv, x.reshape(m, -1, b_in), xq, self.q[:m],
+                                 self.k[:m], self.v[:m], eps)),
+                (self.kernel(K.qk_rope),
+                 (self.q[:m].reshape(m, c.heads, 2, half), self.k[:m].reshape(m, -1, 2, half),
+                  self.v[:m].reshape(m, c.kv_heads, -1), pl["q_norm"], pl["k_norm"],
+                  pl["inv_freq"], self.q_rot[:m].reshape(m, c.heads, 2, half))),
+                (pl["attn_out"], (self.att[:m].reshape(m, -1, pl["b_o"]), wo, pl["post_attn"],
+                                  pl["ffn_norm"], y, h, x, eps)),
+                (pl["gate_up"], (x.reshape(m, -1, pl["b_g"]), wg, wu, f)),
+                (pl["ffn_out"], (f.reshape(m, -1, pl["b_d"]), wd, pl["post_ffw"], y, h, eps))))
+        return out
 
     def forward(self, tokens, pos: int) -> np.ndarray:
         tokens = [int(t) for t in tokens]
@@ -116,25 +148,29 @@ class KernelForward:
             raise ValueError("forward needs at least one token")
         if pos + len(tokens) > self.max_context:
             raise ValueError(f"context of {self.max_context} positions exceeded")
-        for i, tok in enumerate(tokens):
-            self._token(tok, pos + i)
-        run, args = self._logits
-        run(*args)
+        for at in range(0, len(tokens), self.batch):
+            chunk = tokens[at:at + self.batch]
+            self._rows(chunk, pos + at)
+        run, (norm, w, x, out, eps) = self._logits
+        run(self.h[len(chunk) - 1].reshape(-1, self._emb_block), norm, w, x, out, eps)
         return self.logits.copy()
 
-    def _token(self, tok: int, pos: int) -> None:
-        c = self.cfg
-        row = self._w.rows("token_embd.weight", [tok])[0]
-        self.kernel(K.scale)(row, self.h, F32(np.sqrt(c.width)))
+    def _rows(self, tokens: list, pos: int) -> None:
+        """Every layer on ``tokens`` at positions pos, pos + 1, ... (one row each)."""
+        c, m = self.cfg, len(tokens)
+        calls = self._calls.get(m) or self._layer_calls(m)
+        rows = self._w.rows("token_embd.weight", tokens)
+        self.kernel(K.scale)(rows, self.h[:m], F32(np.sqrt(c.width)))
         q_scale, fpos = F32(c.query_scale), F32(pos)
         attention = self.kernel(K.attention)
-        for layer, (attn_in, rope, attn_out, gate_up, ffn_out) in enumerate(self.layers):
+        q_rot, att = self.q_rot[:m], self.att[:m]
+        for layer, (attn_in, rope, attn_out, gate_up, ffn_out) in enumerate(calls):
             attn_in[0](*attn_in[1])
             k_cache, v_cache = self.k_cache[:, layer], self.v_cache[:, layer]
-            rope[0](*rope[1], k_cache[pos].reshape(c.kv_heads, 2, -1), v_cache[pos], fpos,
-                    q_scale, self.eps)
-            start = max(0, pos + 1 - c.sliding_window) if c.is_local(layer) else 0
-            attention(self.q_rot, k_cache, v_cache, self.scores, self.att, start, pos + 1)
+            rope[0](*rope[1], k_cache[pos:pos + m].reshape(m, c.kv_heads, 2, -1),
+                    v_cache[pos:pos + m], fpos, q_scale, self.eps)
+            attention(q_rot, k_cache, v_cache, self.scores, att, pos,
+                      self._plans[layer]["window"])
             attn_out[0](*attn_out[1])
             gate_up[0](*gate_up[1])
             ffn_out[0](*ffn_out[1])

@@ -43,12 +43,13 @@ class Scheme:
     act: object                      # the format the activation is quantized to
     record: int                      # bytes per weight record
     block: int                       # values per record (and per activation record)
+    act_record: int                  # bytes per activation record
 
 
-SCHEMES = {12: Scheme("Q4_K", I.quant.q4_k, I.quant.q8_k, 144, 256),
-           14: Scheme("Q6_K", I.quant.q6_k, I.quant.q8_k, 210, 256),
-           6: Scheme("Q5_0", I.quant.q5_0, I.quant.q8_0, 22, 32),
-           8: Scheme("Q8_0", I.quant.q8_0, I.quant.q8_0, 34, 32)}
+SCHEMES = {12: Scheme("Q4_K", I.quant.q4_k, I.quant.q8_k, 144, 256, 292),
+           14: Scheme("Q6_K", I.quant.q6_k, I.quant.q8_k, 210, 256, 292),
+           6: Scheme("Q5_0", I.quant.q5_0, I.quant.q8_0, 22, 32, 34),
+           8: Scheme("Q8_0", I.quant.q8_0, I.quant.q8_0, 34, 32, 34)}
 
 
 @I.func
@@ -88,56 +89,61 @@ def norm_rope(x: I.Tensor[I.f32, 2, "P"], w: I.Tensor[I.f32, 2, "P"], c: I.Tenso
 
 
 @I.kernel
-def scale(x: I.Tensor[I.f32, "D"], y: I.Buffer[I.f32, "D"], s: I.f32):
-    """y = x * s (the embedding row times sqrt(width))."""
+def scale(x: I.Tensor[I.f32, "M", "D"], y: I.Buffer[I.f32, "M", "D"], s: I.f32):
+    """y = x * s (the embedding rows times sqrt(width))."""
     y[:] = x * s
 
 
 @I.kernel
-def qk_rope(q: I.Tensor[I.f32, "H", 2, "P"], k: I.Tensor[I.f32, "KV", 2, "P"],
-            v: I.Tensor[I.f32, "KV", "D"], q_norm: I.Tensor[I.f32, 2, "P"],
+def qk_rope(q: I.Tensor[I.f32, "M", "H", 2, "P"], k: I.Tensor[I.f32, "M", "KV", 2, "P"],
+            v: I.Tensor[I.f32, "M", "KV", "D"], q_norm: I.Tensor[I.f32, 2, "P"],
             k_norm: I.Tensor[I.f32, 2, "P"], inv_freq: I.Tensor[I.f32, "P"],
-            q_out: I.Buffer[I.f32, "H", 2, "P"], k_out: I.Buffer[I.f32, "KV", 2, "P"],
-            v_out: I.Buffer[I.f32, "KV", "D"], pos: I.f32, q_scale: I.f32, eps: I.f32):
-    """The head norms and RoPE of q (times the query scale) and k at position ``pos``;
-    k and v stored into their cache slot (``k_out``, ``v_out``)."""
-    angle = inv_freq * pos
-    c = I.cos(angle)
-    s = I.sin(angle)
-    for h in I.range(q.shape[0]):
-        norm_rope(q[h], q_norm, c, s, q_out[h], q_scale, eps)
-    for h in I.range(k.shape[0]):
-        norm_rope(k[h], k_norm, c, s, k_out[h], 1.0, eps)
+            q_out: I.Buffer[I.f32, "M", "H", 2, "P"], k_out: I.Buffer[I.f32, "M", "KV", 2, "P"],
+            v_out: I.Buffer[I.f32, "M", "KV", "D"], pos: I.f32, q_scale: I.f32, eps: I.f32):
+    """The head norms and RoPE of q (times the query scale) and k of the positions
+    ``pos + m``; k and v stored into their cache slots (``k_out``, ``v_out``)."""
+    for m in I.range(q.shape[0]):
+        angle = inv_freq * (pos + I.cast(m, I.f32))
+        c = I.cos(angle)
+        s = I.sin(angle)
+        for h in I.range(q.shape[1]):
+            norm_rope(q[m, h], q_norm, c, s, q_out[m, h], q_scale, eps)
+        for h in I.range(k.shape[1]):
+            norm_rope(k[m, h], k_norm, c, s, k_out[m, h], 1.0, eps)
     v_out[:] = v
 
 
 @I.kernel
-def attention(q: I.Tensor[I.f32, "H", "D"], k: I.Tensor[I.f32, "S", "KV", "D"],
+def attention(q: I.Tensor[I.f32, "M", "H", "D"], k: I.Tensor[I.f32, "S", "KV", "D"],
               v: I.Tensor[I.f32, "S", "KV", "D"], scores: I.Buffer[I.f32, "H", "S"],
-              out: I.Buffer[I.f32, "H", "D"], start: I.index, stop: I.index):
-    """Causal attention of one query position over cache positions [start, stop):
-    softmax of q.k (q is pre-scaled; the dots summed as a tree, on vector lanes), weighted
-    sum of v; head h reads KV head h // (H / KV). The heads run one after the other: at
-    the context lengths of generation a head is a few microseconds of work, less than
-    handing it to another thread costs."""
-    group = q.shape[0] // k.shape[1]
-    for h in I.range(q.shape[0]):
-        kv = h // group
-        best: I.f32 = -3.0e38
-        for s in I.range(start, stop):
-            e = I.dot(q[h], k[s, kv], order="tree")
-            scores[h, s] = e
-            best = I.maximum(best, e)
-        total: I.f32 = 0.0
-        for s in I.range(start, stop):
-            p = I.exp(scores[h, s] - best)
-            scores[h, s] = p
-            total += p
-        row = out[h]
-        row[:] = v[start, kv] * scores[h, start]
-        for s in I.range(start + 1, stop):
-            row += v[s, kv] * scores[h, s]
-        row[:] = row / total
+              out: I.Buffer[I.f32, "M", "H", "D"], pos: I.index, window: I.index):
+    """Causal attention of the query positions ``pos + m`` over the cache: position p
+    attends to [max(0, p + 1 - window), p + 1). Softmax of q.k (q is pre-scaled; the
+    dots summed as a tree, on vector lanes), weighted sum of v; head h reads KV head
+    h // (H / KV). The heads run one after the other: at the context lengths of
+    generation a head is a few microseconds of work, less than handing it to another
+    thread costs."""
+    group = q.shape[1] // k.shape[1]
+    for m in I.range(q.shape[0]):
+        stop = pos + m + 1
+        start = I.maximum(stop - window, 0)
+        for h in I.range(q.shape[1]):
+            kv = h // group
+            best: I.f32 = -3.0e38
+            for s in I.range(start, stop):
+                e = I.dot(q[m, h], k[s, kv], order="tree")
+                scores[h, s] = e
+                best = I.maximum(best, e)
+            total: I.f32 = 0.0
+            for s in I.range(start, stop):
+                p = I.exp(scores[h, s] - best)
+                scores[h, s] = p
+                total += p
+            row = out[m, h]
+            row[:] = v[start, kv] * scores[h, start]
+            for s in I.range(start + 1, stop):
+                row += v[s, kv] * scores[h, s]
+            row[:] = row / total
 
 
 def activation_scheme(types, what: str) -> Scheme:
@@ -159,27 +165,33 @@ def activation_scheme(types, what: str) -> Scheme:
 def attn_in_kernel(tq: int, tk: int, tv: int):
     """``attn_in`` for q, k, v weights of ggml types tq, tk, tv (one activation format)."""
     sq, sk, sv = SCHEMES[tq], SCHEMES[tk], SCHEMES[tv]
-    act, blk = activation_scheme((tq, tk, tv), "q, k, v").act, sq.block
+    act_s = activation_scheme((tq, tk, tv), "q, k, v")
+    act, blk, arec = act_s.act, act_s.block, act_s.act_record
     fq, fk, fv, rq, rk, rv = sq.weight, sk.weight, sv.weight, sq.record, sk.record, sv.record
 
     @I.kernel
-    def attn_in(h: I.Tensor[I.f32, "G", blk], norm: I.Tensor[I.f32, "G", blk],
+    def attn_in(h: I.Tensor[I.f32, "M", "G", blk], norm: I.Tensor[I.f32, "G", blk],
                 wq: I.Tensor[I.u8, "Q", "G", rq], wk: I.Tensor[I.u8, "N", "G", rk],
-                wv: I.Tensor[I.u8, "N", "G", rv], x: I.Buffer[I.f32, "G", blk],
-                q: I.Buffer[I.f32, "Q"], k: I.Buffer[I.f32, "N"], v: I.Buffer[I.f32, "N"],
-                eps: I.f32):
-        """x = rmsnorm(h) * norm, quantized once; q = Wq x, k = Wk x, v = Wv x."""
-        rmsnorm_blocks(h, norm, x, eps)
-        xq = I.quantize(x, format=act)
-        for n in I.prange(wq.shape[0]):
-            q[n] = I.quantized_dot(wq[n], xq, lhs_format=fq, rhs_format=act,
-                                   acc_dtype=I.f32)
-        for n in I.prange(wk.shape[0]):
-            k[n] = I.quantized_dot(wk[n], xq, lhs_format=fk, rhs_format=act,
-                                   acc_dtype=I.f32)
-        for n in I.prange(wv.shape[0]):
-            v[n] = I.quantized_dot(wv[n], xq, lhs_format=fv, rhs_format=act,
-                                   acc_dtype=I.f32)
+                wv: I.Tensor[I.u8, "N", "G", rv], x: I.Buffer[I.f32, "M", "G", blk],
+                xq: I.Buffer[I.u8, "M", "G", arec], q: I.Buffer[I.f32, "M", "Q"],
+                k: I.Buffer[I.f32, "M", "N"], v: I.Buffer[I.f32, "M", "N"], eps: I.f32):
+        """x = rmsnorm(h) * norm, quantized once into xq; q = Wq x, k = Wk x, v = Wv x
+        (each a GEMM nest over the rows m)."""
+        for m in I.range(h.shape[0]):
+            rmsnorm_blocks(h[m], norm, x[m], eps)
+            xq[m] = I.quantize(x[m], format=act)
+        for m in I.range(h.shape[0]):
+            for n in I.prange(wq.shape[0]):
+                q[m, n] = I.quantized_dot(wq[n], xq[m], lhs_format=fq, rhs_format=act,
+                                          acc_dtype=I.f32)
+        for m in I.range(h.shape[0]):
+            for n in I.prange(wk.shape[0]):
+                k[m, n] = I.quantized_dot(wk[n], xq[m], lhs_format=fk, rhs_format=act,
+                                          acc_dtype=I.f32)
+        for m in I.range(h.shape[0]):
+            for n in I.prange(wv.shape[0]):
+                v[m, n] = I.quantized_dot(wv[n], xq[m], lhs_format=fv, rhs_format=act,
+                                          acc_dtype=I.f32)
     return attn_in
 
 
@@ -190,17 +202,19 @@ def attn_out_kernel(to: int):
     act, blk, fmt, rec = so.act, so.block, so.weight, so.record
 
     @I.kernel
-    def attn_out(a: I.Tensor[I.f32, "G", blk], w: I.Tensor[I.u8, "N", "G", rec],
+    def attn_out(a: I.Tensor[I.f32, "M", "G", blk], w: I.Tensor[I.u8, "N", "G", rec],
                  post: I.Tensor[I.f32, "N"], norm: I.Tensor[I.f32, "N"],
-                 y: I.Buffer[I.f32, "N"], h: I.Buffer[I.f32, "N"], x: I.Buffer[I.f32, "N"],
-                 eps: I.f32):
-        """y = Wo a; h += rmsnorm(y) * post; x = rmsnorm(h) * norm."""
-        aq = I.quantize(a, format=act)
-        for n in I.prange(w.shape[0]):
-            y[n] = I.quantized_dot(w[n], aq, lhs_format=fmt, rhs_format=act,
-                                   acc_dtype=I.f32)
-        add_normed(h, y, post, eps)
-        rmsnorm_into(h, norm, x, eps)
+                 y: I.Buffer[I.f32, "M", "N"], h: I.Buffer[I.f32, "M", "N"],
+                 x: I.Buffer[I.f32, "M", "N"], eps: I.f32):
+        """y = Wo a (a GEMM nest); h += rmsnorm(y) * post; x = rmsnorm(h) * norm."""
+        for m in I.range(a.shape[0]):
+            aq = I.quantize(a[m], format=act)
+            for n in I.prange(w.shape[0]):
+                y[m, n] = I.quantized_dot(w[n], aq, lhs_format=fmt, rhs_format=act,
+                                          acc_dtype=I.f32)
+        for m in I.range(a.shape[0]):
+            add_normed(h[m], y[m], post, eps)
+            rmsnorm_into(h[m], norm, x[m], eps)
     return attn_out
 
 
@@ -214,18 +228,19 @@ def gate_up_kernel(tg: int, tu: int):
     act, blk, fmt, rec = sg.act, sg.block, sg.weight, sg.record
 
     @I.kernel
-    def gate_up(x: I.Tensor[I.f32, "G", blk], wg: I.Tensor[I.u8, "F", "G", rec],
-                wu: I.Tensor[I.u8, "F", "G", rec], f: I.Buffer[I.f32, "F"]):
-        """f = gelu_tanh(Wg x) * (Wu x): x quantized once, both dots in one row loop
-        and the gating as its epilogue."""
-        xq = I.quantize(x, format=act)
-        for n in I.prange(wg.shape[0]):
-            g = I.quantized_dot(wg[n], xq, lhs_format=fmt, rhs_format=act,
-                                acc_dtype=I.f32)
-            u = I.quantized_dot(wu[n], xq, lhs_format=fmt, rhs_format=act,
-                                acc_dtype=I.f32)
-            t = I.tanh((g + g * g * g * 0.044715) * GELU_C)
-            f[n] = g * 0.5 * (t + 1.0) * u
+    def gate_up(x: I.Tensor[I.f32, "M", "G", blk], wg: I.Tensor[I.u8, "F", "G", rec],
+                wu: I.Tensor[I.u8, "F", "G", rec], f: I.Buffer[I.f32, "M", "F"]):
+        """f = gelu_tanh(Wg x) * (Wu x): each row of x quantized once, both dots in one
+        row loop and the gating as its epilogue."""
+        for m in I.range(x.shape[0]):
+            xq = I.quantize(x[m], format=act)
+            for n in I.prange(wg.shape[0]):
+                g = I.quantized_dot(wg[n], xq, lhs_format=fmt, rhs_format=act,
+                                    acc_dtype=I.f32)
+                u = I.quantized_dot(wu[n], xq, lhs_format=fmt, rhs_format=act,
+                                    acc_dtype=I.f32)
+                t = I.tanh((g + g * g * g * 0.044715) * GELU_C)
+                f[m, n] = g * 0.5 * (t + 1.0) * u
     return gate_up
 
 
@@ -236,15 +251,17 @@ def ffn_out_kernel(td: int):
     act, blk, fmt, rec = sd.act, sd.block, sd.weight, sd.record
 
     @I.kernel
-    def ffn_out(f: I.Tensor[I.f32, "G", blk], w: I.Tensor[I.u8, "N", "G", rec],
-                post: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, "N"], h: I.Buffer[I.f32, "N"],
-                eps: I.f32):
-        """y = Wd f; h += rmsnorm(y) * post."""
-        fq = I.quantize(f, format=act)
-        for n in I.prange(w.shape[0]):
-            y[n] = I.quantized_dot(w[n], fq, lhs_format=fmt, rhs_format=act,
-                                   acc_dtype=I.f32)
-        add_normed(h, y, post, eps)
+    def ffn_out(f: I.Tensor[I.f32, "M", "G", blk], w: I.Tensor[I.u8, "N", "G", rec],
+                post: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, "M", "N"],
+                h: I.Buffer[I.f32, "M", "N"], eps: I.f32):
+        """y = Wd f (a GEMM nest); h += rmsnorm(y) * post."""
+        for m in I.range(f.shape[0]):
+            fq = I.quantize(f[m], format=act)
+            for n in I.prange(w.shape[0]):
+                y[m, n] = I.quantized_dot(w[n], fq, lhs_format=fmt, rhs_format=act,
+                                          acc_dtype=I.f32)
+        for m in I.range(f.shape[0]):
+            add_normed(h[m], y[m], post, eps)
     return ffn_out
 
 
