@@ -62,6 +62,7 @@ class KernelForward:
         self.inv_freq = {base: (base ** (-np.arange(0, hd, 2) / hd)).astype(F32)
                          for base in {c.rope_base, c.rope_base_local}}
         self.eps = F32(c.eps)
+        self._scale, self._attention = self.kernel(K.scale), self.kernel(K.attention)
         self._plans = [self._plan(i) for i in range(c.blocks)]
         self._calls = {1: self._layer_calls(1), batch: self._layer_calls(batch)}
         self.layers = self._calls[batch]
@@ -160,9 +161,9 @@ class KernelForward:
         c, m = self.cfg, len(tokens)
         calls = self._calls.get(m) or self._layer_calls(m)
         rows = self._w.rows("token_embd.weight", tokens)
-        self.kernel(K.scale)(rows, self.h[:m], F32(np.sqrt(c.width)))
+        self._scale(rows, self.h[:m], F32(np.sqrt(c.width)))
         q_scale, fpos = F32(c.query_scale), F32(pos)
-        attention = self.kernel(K.attention)
+        attention = self._attention
         q_rot, att = self.q_rot[:m], self.att[:m]
         for layer, (attn_in, rope, attn_out, gate_up, ffn_out) in enumerate(calls):
             attn_in[0](*attn_in[1])
