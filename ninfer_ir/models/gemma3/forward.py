@@ -65,7 +65,6 @@ class KernelForward:
         self._scale, self._attention = self.kernel(K.scale), self.kernel(K.attention)
         self._plans = [self._plan(i) for i in range(c.blocks)]
         self._calls = {1: self._layer_calls(1), batch: self._layer_calls(batch)}
-        self.layers = self._calls[batch]
         emb = self._w.output_name()
         self._emb_block = K.activation_scheme((self._type(emb),), emb).block
         self._logits = (self.kernel(K.logits_kernel(self._type(emb))),

@@ -5,13 +5,16 @@ reproduces them at any thread count: the parallel loops are over independent row
 Weights in Q4_K, Q6_K, Q5_0 and Q8_0 are consumed as stored (``I.quantized_dot``
 against the activation quantized in the kernel, to Q8_K or Q8_0, as llama.cpp does).
 
-A layer is six kernel calls, each one step of the model:
+Every kernel takes M rows, one per token (a generated token alone, or a prompt's
+tokens together); the projections are nests over the rows in the form the select pass
+turns into a GEMM kernel where the target has one for the pair, and into rows kernels
+otherwise. A layer is six kernel calls, each one step of the model:
 
-* ``attn_in``: the attention norm, the activation quantized once, the q, k and v
-  projections;
+* ``attn_in``: the attention norm, the activation quantized once per row, the q, k and
+  v projections;
 * ``qk_rope``: the q and k head norms, RoPE (and the query scale), k and v written into
-  the cache slot of the position;
-* ``attention``: causal attention of one position over the cache;
+  the cache slots of the positions;
+* ``attention``: causal attention of each row's position over the cache;
 * ``attn_out``: the output projection, the post-attention norm and residual, the FFN norm;
 * ``gate_up``: the gate and up projections (the activation quantized once) with the
   GELU gating, all in one row loop;
