@@ -3,6 +3,7 @@ against llama.cpp (llama-cpp-python), and the speed of both.
 
     python benchmarks/gemma3.py [MODEL.gguf] [--forward kernels|reference]
                                 [--tokens 32] [--threads 1,2] [--no-interp]
+    python benchmarks/gemma3.py [MODEL.gguf] --breakdown [--threads 1,2]
 
 (a) the logits after the first 2 tokens of the first prompt: the same bits on the
     interpreter and the CPU at every thread count (kernels only; --no-interp skips the
@@ -13,8 +14,13 @@ against llama.cpp (llama-cpp-python), and the speed of both.
     token, and the largest |our logit - llama.cpp's| relative to the spread (max - min)
     of llama.cpp's logits there;
 (c) tokens/s of generation (median over the prompts) and of a 64-token prompt, ours
-    (after a first call that decodes the weights kept in float32 and compiles) and
+    (after a first call that compiles the kernels) and
     llama.cpp's, at each thread count.
+
+``--breakdown`` instead times each kernel of our forward pass (no llama.cpp): per
+generated token (16 tokens after a short prompt) and per token of a 64-token prompt,
+the wall time and the process CPU time of each kernel's calls (CPU time is the steadier
+figure on a shared machine; at 2 threads it counts both threads).
 
 llama.cpp's CPU matrix products quantize activations (Q8_0 / Q8_K), keep the KV cache
 in f16 and tabulate GELU: small logit differences are expected. Needs the model file
@@ -65,8 +71,8 @@ def compare(path, forward, target, threads, tokens):
     model = Gemma3(path, forward=forward, target=target, threads=threads, max_context=512)
     t0 = time.perf_counter()
     model.forward.forward([model.tokenizer.bos_id], 0)
-    print(f"\n{model.forward.name}, {threads} thread(s): first call (weights decoded; "
-          f"kernels compiled, if any) {time.perf_counter() - t0:.1f} s", flush=True)
+    print(f"\n{model.forward.name}, {threads} thread(s): first call (kernels compiled, "
+          f"if any) {time.perf_counter() - t0:.1f} s", flush=True)
     agree_all = total = 0
     worst = 0.0
     ours_gen, llm_gen = [], []
@@ -110,6 +116,46 @@ def compare(path, forward, target, threads, tokens):
           f"({ours_prompt / llm_prompt:.2f}x)", flush=True)
 
 
+def breakdown(path, threads):
+    """Per-kernel wall and CPU time per token, generation and a 64-token prompt."""
+    from collections import defaultdict
+    from ninfer_ir.models.gguf import GGUFFile
+    from ninfer_ir.models.gemma3.forward import KernelForward
+    wall, cpu, calls = defaultdict(float), defaultdict(float), defaultdict(int)
+
+    def timed(name, run):
+        def call(*args):
+            t0, c0 = time.perf_counter(), time.process_time()
+            run(*args)
+            wall[name] += time.perf_counter() - t0
+            cpu[name] += time.process_time() - c0
+            calls[name] += 1
+        return call
+    plain = KernelForward.kernel
+    KernelForward.kernel = lambda self, k: timed(k.name, plain(self, k))
+    try:
+        f = KernelForward(GGUFFile(path), threads=threads, max_context=512)
+    finally:
+        KernelForward.kernel = plain
+    ids = list(range(1000, 1064))
+    f.forward(ids[:8], 0)                              # compiles
+    for what, run, n in (("generation", lambda: [f.forward([100 + i], 8 + i)
+                                                   for i in range(16)], 16),
+                         ("64-token prompt", lambda: f.forward(ids, 0), 64)):
+        wall.clear(), cpu.clear(), calls.clear()
+        t0, c0 = time.perf_counter(), time.process_time()
+        run()
+        t, c = time.perf_counter() - t0, time.process_time() - c0
+        print(f"\n{what}, {threads} thread(s): {n / t:.1f} tokens/s ({1e3 * t / n:.2f} ms "
+              f"wall, {1e3 * c / n:.2f} ms CPU per token; {n / c:.1f} tokens per CPU second)")
+        print(f"  {'kernel':<12} {'calls/token':>11} {'ms/token':>9} {'CPU ms/token':>13}")
+        for k in sorted(wall, key=cpu.get, reverse=True):
+            print(f"  {k:<12} {calls[k] / n:>11.2f} {1e3 * wall[k] / n:>9.3f} "
+                  f"{1e3 * cpu[k] / n:>13.3f}")
+        rest = t - sum(wall.values())
+        print(f"  {'(python)':<12} {'':>11} {1e3 * rest / n:>9.3f}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model", nargs="?")
@@ -118,8 +164,14 @@ def main(argv=None):
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     ap.add_argument("--no-interp", action="store_true", help="skip (a)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="time each kernel of our forward pass instead (no llama.cpp)")
     args = ap.parse_args(argv)
     path = args.model or cached_gguf()
+    if args.breakdown and path is not None:
+        for threads in (int(t) for t in args.threads.split(",")):
+            breakdown(path, threads)
+        return 0
     try:
         import llama_cpp  # noqa: F401
     except ImportError:

@@ -23,7 +23,7 @@ def run_both(kernel, args, outs, threads):
     I.interpret(kernel, *want)
     I.compile(kernel, target="cpu", threads=threads)(*got)
     for i in outs:
-        assert np.array_equal(got[i].view(np.uint32), want[i].view(np.uint32)), \
+        assert np.array_equal(got[i].view(np.uint8), want[i].view(np.uint8)), \
             f"{kernel.name}: argument {i} differs from the interpreter"
     return want
 
@@ -42,65 +42,120 @@ def q6k_records(n, g):
     return w
 
 
+Q4K, Q6K, Q50, Q80 = 12, 14, 6, 8          # ggml types
+
+
+def weights(kind, n, k):
+    """Random records of ggml type ``kind`` for an n x k matrix."""
+    if kind == Q4K:
+        return encode_q4k(f32(n, k, s=0.05)).reshape(n, k // 256, 144)
+    if kind == Q6K:
+        return q6k_records(n, k // 256)
+    return records(n, k // 32, 22 if kind == Q50 else 34)
+
+
+def zeros(*shape):
+    return np.zeros(shape, np.float32)
+
+
+EPS = np.float32(1e-6)
+INV = (10000.0 ** (-np.arange(0, 8, 2) / 8)).astype(np.float32)
 CASES = {
-    "rmsnorm_rows": lambda: ((f32(4, 64), f32(64), np.zeros((4, 64), np.float32),
-                              np.float32(1e-6)), [2]),
-    "add_rmsnorm": lambda: ((f32(64), f32(64, s=3), f32(64), np.zeros(64, np.float32),
-                             np.float32(1e-6)), [0, 3]),
-    "scale": lambda: ((f32(64), np.zeros(64, np.float32), np.float32(25.3)), [1]),
-    "gemv_f32": lambda: ((f32(33, 64), f32(64), np.zeros(33, np.float32)), [2]),
-    "gemv_q4k": lambda: ((encode_q4k(f32(9, 512, s=0.05)).reshape(9, 2, 144), f32(2, 256),
-                          np.zeros(9, np.float32)), [2]),
-    "gemv_q6k": lambda: ((q6k_records(9, 2), f32(2, 256), np.zeros(9, np.float32)), [2]),
-    "gemv_q5_0": lambda: ((records(9, 3, 22), f32(3, 32), np.zeros(9, np.float32)), [2]),
-    "gemv_q8_0": lambda: ((records(9, 3, 34), f32(3, 32), np.zeros(9, np.float32)), [2]),
-    "rope_neox": lambda: ((f32(3, 2, 8), (10000.0 ** (-np.arange(0, 16, 2) / 16)).astype(
-        np.float32), np.zeros((3, 2, 8), np.float32), np.float32(37), np.float32(0.25)), [2]),
-    "attention": lambda: ((f32(4, 16), f32(12, 2, 16), f32(12, 2, 16),
-                           np.zeros((4, 12), np.float32), np.zeros((4, 16), np.float32),
-                           3, 11), [3, 4]),
-    "gelu_gate": lambda: ((f32(50, s=3), f32(50), np.zeros(50, np.float32)), [2]),
+    "scale": lambda: (K.scale, (f32(2, 64), zeros(2, 64), np.float32(25.3)), [1]),
+    "attn_in q5_0 q5_0 q8_0": lambda: (
+        K.attn_in_kernel(Q50, Q50, Q80),
+        (f32(3, 2, 32, s=3), f32(2, 32), weights(Q50, 8, 64), weights(Q50, 5, 64),
+         weights(Q80, 5, 64), zeros(3, 2, 32), np.zeros((3, 2, 34), np.uint8), zeros(3, 8),
+         zeros(3, 5), zeros(3, 5), EPS), [5, 6, 7, 8, 9]),
+    "attn_in q4_k q6_k q4_k": lambda: (
+        K.attn_in_kernel(Q4K, Q6K, Q4K),
+        (f32(2, 2, 256), f32(2, 256), weights(Q4K, 9, 512), weights(Q6K, 3, 512),
+         weights(Q4K, 3, 512), zeros(2, 2, 256), np.zeros((2, 2, 292), np.uint8),
+         zeros(2, 9), zeros(2, 3), zeros(2, 3), EPS), [5, 6, 7, 8, 9]),
+    "qk_rope": lambda: (
+        K.qk_rope, (f32(2, 3, 2, 4), f32(2, 1, 2, 4), f32(2, 1, 8), f32(2, 4), f32(2, 4), INV,
+                    zeros(2, 3, 2, 4), zeros(2, 1, 2, 4), zeros(2, 1, 8), np.float32(37),
+                    np.float32(0.25), EPS), [6, 7, 8]),
+    "attention": lambda: (
+        K.attention, (f32(3, 4, 16), f32(12, 2, 16), f32(12, 2, 16), zeros(4, 12),
+                      zeros(3, 4, 16), 8, 5), [3, 4]),
+    "attn_out q4_k": lambda: (
+        K.attn_out_kernel(Q4K),
+        (f32(3, 2, 256), weights(Q4K, 40, 512), f32(40), f32(40), zeros(3, 40), f32(3, 40),
+         zeros(3, 40), EPS), [4, 5, 6]),
+    "gate_up q5_0": lambda: (
+        K.gate_up_kernel(Q50, Q50),
+        (f32(2, 2, 32), weights(Q50, 50, 64), weights(Q50, 50, 64), zeros(2, 50)), [3]),
+    "ffn_out q6_k": lambda: (
+        K.ffn_out_kernel(Q6K),
+        (f32(3, 2, 256), weights(Q6K, 40, 512), f32(40), zeros(3, 40), f32(3, 40), EPS),
+        [3, 4]),
+    "logits q8_0": lambda: (
+        K.logits_kernel(Q80),
+        (f32(2, 32), f32(2, 32), weights(Q80, 70, 64), zeros(2, 32), zeros(70), EPS), [3, 4]),
 }
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_cpu_is_bit_exact(name, threads):
-    args, outs = CASES[name]()
-    run_both(getattr(K, name), list(args), outs, threads)
+    kernel, args, outs = CASES[name]()
+    run_both(kernel, list(args), outs, threads)
 
 
 def test_values_match_the_reference():
-    """Against the numpy reference's formulas (float32 rounding differs: 1e-5)."""
-    x, w = f32(4, 64), f32(64)
-    y = np.zeros_like(x)
-    I.interpret(K.rmsnorm_rows, x, w, y, np.float32(1e-6))
-    np.testing.assert_allclose(y, R.rmsnorm(x, w, 1e-6), rtol=1e-5, atol=1e-5)
+    """Against the numpy reference's formulas (float32 rounding differs: 1e-5); the
+    quantized projections are checked on whole forward passes (test_gemma3_tiny.py)."""
+    _, args, _ = CASES["attn_in q5_0 q5_0 q8_0"]()
+    h, w = args[0], args[1]
+    I.interpret(K.attn_in_kernel(Q50, Q50, Q80), *args)
+    for m in range(3):
+        np.testing.assert_allclose(args[5][m].reshape(-1),
+                                   R.rmsnorm(h[m].reshape(-1), w.reshape(-1), 1e-6),
+                                   rtol=1e-5, atol=1e-5)
 
-    g, u, out = f32(50, s=3), f32(50), np.zeros(50, np.float32)
-    I.interpret(K.gelu_gate, g, u, out)
-    np.testing.assert_allclose(out, R.gelu_tanh(g) * u, rtol=1e-5, atol=1e-6)
+    q, k, v, qn, kn = f32(2, 3, 8), f32(2, 1, 8), f32(2, 1, 8), f32(8), f32(8)
+    qo, ko, vo = zeros(2, 3, 8), zeros(2, 1, 8), zeros(2, 1, 8)
+    I.interpret(K.qk_rope, q.reshape(2, 3, 2, 4), k.reshape(2, 1, 2, 4), v, qn.reshape(2, 4),
+                kn.reshape(2, 4), INV, qo.reshape(2, 3, 2, 4), ko.reshape(2, 1, 2, 4), vo,
+                np.float32(37), np.float32(0.25), EPS)
+    cos, sin = R.rope_tables(np.array([37, 38]), 8, 10000.0)
+    for m in range(2):
+        c, s = cos[m:m + 1], sin[m:m + 1]
+        np.testing.assert_allclose(qo[m], R.rope_neox(R.rmsnorm(q[m], qn, 1e-6)[None], c, s)[0]
+                                   * 0.25, atol=1e-5)
+        np.testing.assert_allclose(ko[m], R.rope_neox(R.rmsnorm(k[m], kn, 1e-6)[None], c, s)[0],
+                                   atol=1e-5)
+    assert np.array_equal(vo, v)
 
-    q = f32(3, 16)
-    inv = (10000.0 ** (-np.arange(0, 16, 2) / 16)).astype(np.float32)
-    got = np.zeros_like(q)
-    I.interpret(K.rope_neox, q.reshape(3, 2, 8), inv, got.reshape(3, 2, 8), np.float32(37),
-                np.float32(1))
-    cos, sin = R.rope_tables(np.array([37]), 16, 10000.0)
-    np.testing.assert_allclose(got, R.rope_neox(q[None], cos, sin)[0], atol=1e-5)
-
-    q, k, v = f32(4, 16), f32(12, 2, 16), f32(12, 2, 16)
-    out, sc = np.zeros((4, 16), np.float32), np.zeros((4, 12), np.float32)
-    I.interpret(K.attention, q, k, v, sc, out, 3, 11)
+    # positions 8, 9, 10 with a window of 5: [4, 9), [5, 10), [6, 11)
+    q, k, v = f32(3, 4, 16), f32(12, 2, 16), f32(12, 2, 16)
+    out, sc = np.zeros((3, 4, 16), np.float32), np.zeros((4, 12), np.float32)
+    I.interpret(K.attention, q, k, v, sc, out, 8, 5)
     kv = np.arange(4) // 2
-    s = np.einsum("hd,shd->hs", q, k[3:11][:, kv])
-    p = np.exp(s - s.max(-1, keepdims=True))
-    p /= p.sum(-1, keepdims=True)
-    np.testing.assert_allclose(out, np.einsum("hs,shd->hd", p, v[3:11][:, kv]), atol=1e-5)
+    for m in range(3):
+        lo, hi = 4 + m, 9 + m
+        s = np.einsum("hd,shd->hs", q[m], k[lo:hi][:, kv])
+        p = np.exp(s - s.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        np.testing.assert_allclose(out[m], np.einsum("hs,shd->hd", p, v[lo:hi][:, kv]),
+                                   atol=1e-5)
+
+
+def test_mixed_activation_formats_are_refused():
+    """q, k and v share one quantized activation: a mix of K-quants (Q8_K) and Q5_0
+    (Q8_0) is a clear FormatError, as is a type without a quantized dot."""
+    with pytest.raises(I.FormatError, match="different formats"):
+        K.attn_in_kernel(Q4K, Q50, Q50)
+    with pytest.raises(I.FormatError, match="ggml type 1 is not"):
+        K.attn_out_kernel(1)
+    with pytest.raises(I.FormatError, match="differ in type"):
+        K.gate_up_kernel(Q50, Q80)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_cuda_source_is_generated(name):
     """Without a GPU: the CUDA C of every kernel (the bits on a GPU: test_gemma3_tiny.py)."""
-    src = I.emit(getattr(K, name), target="cuda", kind="cuda")
-    assert f"{name}" in src and "__global__" in src
+    kernel = CASES[name]()[0]
+    src = I.emit(kernel, target="cuda", kind="cuda")
+    assert kernel.name in src and "__global__" in src

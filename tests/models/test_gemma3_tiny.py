@@ -121,17 +121,41 @@ def test_cpu_logits_equal_the_interpreter(gguf_file, interp_logits, threads):
         assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+@pytest.mark.parametrize("target, threads", [("interp", None), ("cpu", 1), ("cpu", 2)])
+def test_prompt_at_once_is_token_by_token_bit_for_bit(gguf_file, interp_logits, target, threads):
+    """A prompt goes through the kernels as one batch (or batches of 3, the last one
+    short): every row's arithmetic is a token's own, so the logits and the KV cache are
+    the bits of reading it token by token (interp_logits read 4 tokens, then 1 by 1)."""
+    tokens = TOKENS[:6]
+    one = KernelForward(gguf_file, target=target, threads=threads, batch=1)
+    for i, t in enumerate(tokens):
+        want = one.forward([t], i)
+    for batch in (64, 3):
+        f = KernelForward(gguf_file, target=target, threads=threads, batch=batch)
+        got = f.forward(tokens, 0)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), batch
+        n = len(tokens)
+        assert np.array_equal(f.k_cache[:n].view(np.uint32), one.k_cache[:n].view(np.uint32))
+        assert np.array_equal(f.v_cache[:n].view(np.uint32), one.v_cache[:n].view(np.uint32))
+    assert np.array_equal(KernelForward(gguf_file, target=target, threads=threads, batch=1)
+                          .forward(TOKENS[:4], 0).view(np.uint32),
+                          interp_logits[0].view(np.uint32))
+
+
 def test_quantized_weights_are_used_in_place(gguf_file):
-    """Every matrix (Q4_K, Q6_K, Q5_0, Q8_0; the tied output projection too) is read
-    from the map by a quantized GEMV: nothing is decoded to float32."""
+    """Every matrix (Q4_K, Q6_K, Q5_0, Q8_0; the tied output projection too) is an
+    argument of a kernel call as the records in the map: nothing is decoded to float32."""
     f = KernelForward(gguf_file, target="interp")
-    f.forward([2], 0)
+    args = [a for layer in f._layer_calls(1) for _, call in layer for a in call]
+    args += list(f._logits[1])
     mats = {n: t for n, t in gguf_file.tensors.items() if len(t.shape) == 2}
-    assert set(f._mats) == mats.keys()
     assert {t.type_name for t in mats.values()} == {"Q4_K", "Q6_K", "Q5_0", "Q8_0"}
     for name, t in mats.items():
-        kernel, _, w = f._mats[name]
-        assert kernel != "gemv_f32" and np.shares_memory(w, gguf_file._buf), name
+        w = t.records
+        assert np.shares_memory(w, gguf_file._buf), name
+        assert any(type(a) is np.ndarray and a.dtype == np.uint8 and a.shape == w.shape
+                   and a.__array_interface__["data"][0] == w.__array_interface__["data"][0]
+                   for a in args), name
 
 
 def test_kernels_follow_the_reference(gguf_file, interp_logits):

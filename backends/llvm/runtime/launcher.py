@@ -4,7 +4,9 @@ A call takes the same arguments as the interpreter and is checked by the same
 ``bind_arguments`` before anything runs (array kinds, dtypes with byte order,
 ranks, static sizes, one size per symbol, writable buffers, scalars the dtype
 holds exactly; a function whose ``returns`` attribute is k > 0 may be called
-without its last k parameters, which are then allocated zeroed and returned). Strides are not restricted: negative and zero strides and views at
+without its last k parameters, which are then allocated zeroed and returned). A call of
+positional numpy arrays, numpy scalars of the parameters' dtypes and plain ints in the
+range of integer parameters is checked by a shorter path with the same outcome. Strides are not restricted: negative and zero strides and views at
 any byte offset are addressed as they are, with no alignment requirement. Calls
 whose strides are all whole numbers of elements (nearly every numpy view) use
 code compiled for element strides; any other call uses a second variant, compiled
@@ -77,6 +79,34 @@ def _choose_data_address():
 
 
 _data_address = _choose_data_address()
+
+
+def _int_range(dtype):
+    """(lowest, highest) of an integer scalar dtype (a plain Python int of that range
+    is taken as it is), or None."""
+    if dtype.kind not in "iu":
+        return None
+    info = np.iinfo(dtype)
+    return int(info.min), int(info.max)
+
+
+def _scalar_bits(dtype):
+    """A function giving a scalar argument of ``dtype`` (a numpy scalar of the dtype,
+    or a Python int in range for an integer dtype) as its descriptor slot: its bits as
+    an unsigned integer of its size, read as a signed 64-bit value."""
+    if dtype.kind in "iub":
+        mask = (1 << (8 * dtype.itemsize)) - 1
+
+        def bits(x):
+            b = int(x) & mask
+            return b - (1 << 64) if b >= 1 << 63 else b
+        return bits
+
+    def bits(x):
+        b = int.from_bytes(x.tobytes(), "little")
+        return b - (1 << 64) if b >= 1 << 63 else b
+    return bits
+
 
 
 # The sources whose text decides the LLVM code emitted for a loop-level module: every
@@ -213,7 +243,8 @@ class CompiledKernel:
         shaped = [p for p in self._plan if p[1]]
         self._shaped_args = [p[0] for p in shaped]
         self._shaped_slots = [(p[6], p[4]) for p in shaped]
-        self._scalars = [(p[0], p[6]) for p in self._plan if not p[1]]
+        self._scalars = [(p[0], p[6], _scalar_bits(p[3])) for p in self._plan if not p[1]]
+        self._int_ranges = {p[0]: _int_range(p[3]) for p in self._plan if not p[1]}
         buffers = [u for u, p in enumerate(shaped) if p[2]]
         # (tensor, buffers it may overlap): such a tensor is copied before the call
         self._alias_pairs = [(t, buffers) for t, p in enumerate(shaped)
@@ -294,7 +325,11 @@ class CompiledKernel:
                 continue
             x = args[k]
             if type(x) is not np.ndarray or x.dtype != dtype or x.ndim != rank:
-                if shaped or not isinstance(x, np.generic) or x.dtype != dtype:
+                if type(x) is int and not shaped:
+                    bounds = self._int_ranges[k]
+                    if bounds is None or not bounds[0] <= x <= bounds[1]:
+                        return None
+                elif shaped or not isinstance(x, np.generic) or x.dtype != dtype:
                     return None
             if shaped:
                 size = x.shape
@@ -339,10 +374,8 @@ class CompiledKernel:
                     slots[off + 1 + rank:off + 1 + 2 * rank] = [st // size for st in x.strides]
                 else:
                     slots[off + 1 + rank:off + 1 + 2 * rank] = x.strides
-        for k, off in self._scalars:
-            x = arrays[k]
-            bits = int(np.asarray(x).reshape(1).view(f"u{x.dtype.itemsize}")[0])
-            slots[off] = bits - (1 << 64) * (bits >= 1 << 63)
+        for k, off, bits in self._scalars:
+            slots[off] = bits(arrays[k])
         return slots, xs, "element" if by_element else "byte"
 
     # --- calling ------------------------------------------------------------------

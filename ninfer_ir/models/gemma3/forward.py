@@ -2,14 +2,22 @@
 buffers, loops over tokens and layers and calls the kernels; every tensor operation
 runs in a kernel, on the interpreter or a compiled target, with the same bits.
 
-Per token and layer: ``rmsnorm_rows`` (attention norm), three GEMVs (q, k, v),
-``rmsnorm_rows`` on the q and k heads, ``rope_neox`` on q (with the query scale) and k,
-the keys and values stored in the cache, ``attention``, the output GEMV,
-``add_rmsnorm`` (post-attention norm and residual), ``rmsnorm_rows`` (FFN norm), the
-gate and up GEMVs, ``gelu_gate``, the down GEMV and ``add_rmsnorm`` again. A GEMV is
-``gemv_q4k``, ``gemv_q6k``, ``gemv_q5_0`` or ``gemv_q8_0`` on weights in those formats
-as stored (the tied output projection reads the Q8_0 token embedding in place), and
-``gemv_f32`` on weights of any other format, decoded once by ``ninfer_ir.formats``.
+The tokens of a call go through the layers together, up to ``batch`` at a time (a
+prompt at once, a generated token alone): every kernel takes M rows, one per token.
+Per batch: ``scale`` (the embedding rows, decoded by ``ninfer_ir.formats``, times
+sqrt(width)); per layer six calls, ``attn_in``, ``qk_rope``, ``attention``,
+``attn_out``, ``gate_up``, ``ffn_out``; after the last token of a call, ``logits``
+on the last row (the output norm and the tied output projection, read from the Q8_0
+token embedding in place). Every weight matrix is multiplied as stored (Q4_K, Q6_K,
+Q5_0, Q8_0). A row's arithmetic is the same whatever the batch, so a prompt read at
+once gives the bits of the prompt read token by token.
+
+The argument lists of a layer's calls are built once for one row and for a full
+batch (views of the buffers, the weights and the norms); per call only the
+position and the cache slots change. The KV cache is ``[position, layer, kv head, head size]``:
+the positions in use are one contiguous span, so its resident memory grows with
+the context used (numpy asks for huge pages for large arrays; a layer-major cache
+touched at one position in every layer held 2 MB pages in every layer).
 """
 from __future__ import annotations
 
@@ -22,57 +30,117 @@ from .config import Gemma3Config
 from .reference import Weights
 
 F32 = np.float32
-_KERNELS = ("rmsnorm_rows", "add_rmsnorm", "scale", "gemv_f32", "gemv_q4k", "gemv_q6k",
-            "gemv_q5_0", "gemv_q8_0", "rope_neox", "attention", "gelu_gate")
-# ggml type -> (the GEMV kernel that consumes it as stored, values per activation block)
-AS_STORED = {12: ("gemv_q4k", 256), 14: ("gemv_q6k", 256), 6: ("gemv_q5_0", 32),
-             8: ("gemv_q8_0", 32)}
 
 
 class KernelForward:
     """``forward(tokens, pos)`` -> float32 logits ``[vocab]`` after the last of
-    ``tokens`` (at positions ``pos, pos + 1, ...``), as ``ReferenceForward``."""
+    ``tokens`` (at positions ``pos, pos + 1, ...``), as ``ReferenceForward``. The tokens
+    go through the layers ``batch`` at a time (one row each in every kernel call)."""
 
     def __init__(self, gguf, config: Gemma3Config | None = None, target: str = "cpu",
-                 threads: int | None = None, max_context: int = 4096):
+                 threads: int | None = None, max_context: int = 4096, batch: int = 64):
         self.cfg = c = config or Gemma3Config.from_gguf(gguf)
         self.gguf, self.target = gguf, target
         self.name = f"kernel forward pass ({target})"
         self.max_context = min(max_context, c.context_length)
+        if batch < 1:
+            raise ValueError(f"batch must be at least 1, not {batch}")
+        self.batch = batch
         self._w = Weights(gguf)
-        if target == "interp":
-            self.k = {n: _interpreted(getattr(K, n)) for n in _KERNELS}
-        else:
-            self.k = {n: I.compile(getattr(K, n), target=target, threads=threads)
-                      for n in _KERNELS}
-        d, kvd = c.heads * c.head_dim, c.kv_heads * c.head_dim
-        self.h, self.x, self.y = (np.zeros(c.width, F32) for _ in range(3))
-        self.q, self.qn = (np.zeros((c.heads, c.head_dim), F32) for _ in range(2))
-        self.att = np.zeros((c.heads, c.head_dim), F32)
-        self.kv = np.zeros((2, c.kv_heads, c.head_dim), F32)
-        self.g, self.u, self.f = (np.zeros(c.ffn, F32) for _ in range(3))
-        self.qraw = np.zeros(d, F32)
-        self.kvraw = np.zeros((2, kvd), F32)
+        self._compiled: dict = {}
+        self._threads = threads
+        b, hd = batch, c.head_dim
+        self.h, self.x, self.y = (np.zeros((b, c.width), F32) for _ in range(3))
+        self.q = np.zeros((b, c.heads * hd), F32)
+        self.q_rot, self.att = (np.zeros((b, c.heads, hd), F32) for _ in range(2))
+        self.k, self.v = (np.zeros((b, c.kv_heads * hd), F32) for _ in range(2))
+        self.f = np.zeros((b, c.ffn), F32)
         self.scores = np.zeros((c.heads, self.max_context), F32)
         self.logits = np.zeros(c.vocab, F32)
-        shape = (c.blocks, self.max_context, c.kv_heads, c.head_dim)
+        shape = (self.max_context, c.blocks, c.kv_heads, hd)
         self.k_cache, self.v_cache = np.zeros(shape, F32), np.zeros(shape, F32)
-        self.inv_freq = {base: (base ** (-np.arange(0, c.head_dim, 2) / c.head_dim)).astype(F32)
+        self.inv_freq = {base: (base ** (-np.arange(0, hd, 2) / hd)).astype(F32)
                          for base in {c.rope_base, c.rope_base_local}}
-        self._mats: dict = {}
+        self.eps = F32(c.eps)
+        self._scale, self._attention = self.kernel(K.scale), self.kernel(K.attention)
+        self._plans = [self._plan(i) for i in range(c.blocks)]
+        self._calls = {1: self._layer_calls(1), batch: self._layer_calls(batch)}
+        emb = self._w.output_name()
+        self._emb_block = K.activation_scheme((self._type(emb),), emb).block
+        self._logits = (self.kernel(K.logits_kernel(self._type(emb))),
+                        (self._vec("output_norm.weight", -1, self._emb_block), self._mat(emb),
+                         np.zeros((c.width // self._emb_block, self._emb_block), F32),
+                         self.logits, self.eps))
 
-    def _norm(self, name: str) -> np.ndarray:
-        return self.gguf.tensors[name].records            # F32 in the file: a view
+    def kernel(self, k):
+        """``k`` compiled for the target (once), or run by the interpreter."""
+        if k not in self._compiled:
+            self._compiled[k] = (_interpreted(k) if self.target == "interp" else
+                                 I.compile(k, target=self.target, threads=self._threads))
+        return self._compiled[k]
 
-    def _gemv(self, name: str, x: np.ndarray, y: np.ndarray) -> None:
-        """y = W x with W the tensor ``name``: Q4_K, Q6_K, Q5_0 and Q8_0 as stored,
-        other formats decoded to float32 once."""
-        if name not in self._mats:
-            t = self.gguf.tensors[name]
-            kernel, block = AS_STORED.get(t.ggml_type, ("gemv_f32", 0))
-            self._mats[name] = (kernel, block, t.records if block else self._w(name))
-        kernel, block, w = self._mats[name]
-        self.k[kernel](w, x.reshape(-1, block) if block else x, y)
+    def _type(self, name: str) -> int:
+        return self.gguf.tensors[name].ggml_type
+
+    def _mat(self, name: str) -> np.ndarray:
+        """The records of a weight matrix in the map, ``[rows, records, bytes]``."""
+        return self.gguf.tensors[name].records
+
+    def _vec(self, name: str, *shape) -> np.ndarray:
+        """A float32 norm weight in the map (a view), reshaped."""
+        return self.gguf.tensors[name].records.reshape(shape or (-1,))
+
+    def _plan(self, layer: int) -> dict:
+        """The kernels, weights, norms and activation blocks of ``layer``."""
+        c, p = self.cfg, f"blk.{layer}."
+        names = [p + n + ".weight" for n in ("attn_q", "attn_k", "attn_v", "attn_output",
+                                             "ffn_gate", "ffn_up", "ffn_down")]
+        tq, tk, tv, to, tg, tu, td = (self._type(n) for n in names)
+        s_in = K.activation_scheme((tq, tk, tv), p + "attn_q/k/v")
+        half = c.head_dim // 2
+        return dict(
+            attn_in=self.kernel(K.attn_in_kernel(tq, tk, tv)), b_in=s_in.block,
+            b_xq=s_in.act_record, attn_out=self.kernel(K.attn_out_kernel(to)),
+            b_o=K.activation_scheme((to,), names[3]).block,
+            gate_up=self.kernel(K.gate_up_kernel(tg, tu)),
+            b_g=K.activation_scheme((tg, tu), p + "ffn_gate/up").block,
+            ffn_out=self.kernel(K.ffn_out_kernel(td)),
+            b_d=K.activation_scheme((td,), names[6]).block,
+            w=[self._mat(n) for n in names],
+            attn_norm=self._vec(p + "attn_norm.weight"),
+            q_norm=self._vec(p + "attn_q_norm.weight", 2, half),
+            k_norm=self._vec(p + "attn_k_norm.weight", 2, half),
+            post_attn=self._vec(p + "post_attention_norm.weight"),
+            ffn_norm=self._vec(p + "ffn_norm.weight"),
+            post_ffw=self._vec(p + "post_ffw_norm.weight"),
+            inv_freq=self.inv_freq[c.rope_base_of(layer)],
+            window=c.sliding_window if c.is_local(layer) else self.max_context)
+
+    def _layer_calls(self, m: int) -> list:
+        """Per layer, for ``m`` tokens at once: (attn_in, qk_rope, attn_out, gate_up,
+        ffn_out), each (kernel, arguments) with views of the first ``m`` rows of the
+        buffers; qk_rope's arguments lack the cache slots, the position and the last two
+        scalars, added per call."""
+        c, eps, half = self.cfg, self.eps, self.cfg.head_dim // 2
+        h, x, y, f = self.h[:m], self.x[:m], self.y[:m], self.f[:m]
+        out = []
+        for pl in self._plans:
+            wq, wk, wv, wo, wg, wu, wd = pl["w"]
+            b_in = pl["b_in"]
+            xq = np.zeros((m, c.width // b_in, pl["b_xq"]), np.uint8)
+            out.append((
+                (pl["attn_in"], (h.reshape(m, -1, b_in), pl["attn_norm"].reshape(-1, b_in),
+                                 wq, wk, wv, x.reshape(m, -1, b_in), xq, self.q[:m],
+                                 self.k[:m], self.v[:m], eps)),
+                (self.kernel(K.qk_rope),
+                 (self.q[:m].reshape(m, c.heads, 2, half), self.k[:m].reshape(m, -1, 2, half),
+                  self.v[:m].reshape(m, c.kv_heads, -1), pl["q_norm"], pl["k_norm"],
+                  pl["inv_freq"], self.q_rot[:m].reshape(m, c.heads, 2, half))),
+                (pl["attn_out"], (self.att[:m].reshape(m, -1, pl["b_o"]), wo, pl["post_attn"],
+                                  pl["ffn_norm"], y, h, x, eps)),
+                (pl["gate_up"], (x.reshape(m, -1, pl["b_g"]), wg, wu, f)),
+                (pl["ffn_out"], (f.reshape(m, -1, pl["b_d"]), wd, pl["post_ffw"], y, h, eps))))
+        return out
 
     def forward(self, tokens, pos: int) -> np.ndarray:
         tokens = [int(t) for t in tokens]
@@ -80,51 +148,32 @@ class KernelForward:
             raise ValueError("forward needs at least one token")
         if pos + len(tokens) > self.max_context:
             raise ValueError(f"context of {self.max_context} positions exceeded")
-        for i, tok in enumerate(tokens):
-            self._token(tok, pos + i)
-        c = self.cfg
-        self.k["rmsnorm_rows"](self.h.reshape(1, -1), self._norm("output_norm.weight"),
-                               self.x.reshape(1, -1), F32(c.eps))
-        self._gemv(self._w.output_name(), self.x, self.logits)
+        for at in range(0, len(tokens), self.batch):
+            chunk = tokens[at:at + self.batch]
+            self._rows(chunk, pos + at)
+        run, (norm, w, x, out, eps) = self._logits
+        run(self.h[len(chunk) - 1].reshape(-1, self._emb_block), norm, w, x, out, eps)
         return self.logits.copy()
 
-    def _token(self, tok: int, pos: int) -> None:
-        c, k = self.cfg, self.k
-        eps = F32(c.eps)
-        row = self._w.rows("token_embd.weight", [tok])[0]
-        k["scale"](row, self.h, F32(np.sqrt(c.width)))
-        for layer in range(c.blocks):
-            p = f"blk.{layer}."
-            k["rmsnorm_rows"](self.h.reshape(1, -1), self._norm(p + "attn_norm.weight"),
-                              self.x.reshape(1, -1), eps)
-            self._gemv(p + "attn_q.weight", self.x, self.qraw)
-            self._gemv(p + "attn_k.weight", self.x, self.kvraw[0])
-            self._gemv(p + "attn_v.weight", self.x, self.kvraw[1])
-            k["rmsnorm_rows"](self.qraw.reshape(c.heads, -1),
-                              self._norm(p + "attn_q_norm.weight"), self.qn, eps)
-            k["rmsnorm_rows"](self.kvraw[0].reshape(c.kv_heads, -1),
-                              self._norm(p + "attn_k_norm.weight"), self.kv[0], eps)
-            inv = self.inv_freq[c.rope_base_of(layer)]
-            k["rope_neox"](self.qn.reshape(c.heads, 2, -1), inv,
-                           self.q.reshape(c.heads, 2, -1), F32(pos), F32(c.query_scale))
-            k["rope_neox"](self.kv[0].reshape(c.kv_heads, 2, -1), inv,
-                           self.kv[1].reshape(c.kv_heads, 2, -1), F32(pos), F32(1.0))
-            self.k_cache[layer, pos] = self.kv[1]
-            self.v_cache[layer, pos] = self.kvraw[1].reshape(c.kv_heads, -1)
-            start = max(0, pos + 1 - c.sliding_window) if c.is_local(layer) else 0
-            k["attention"](self.q, self.k_cache[layer], self.v_cache[layer], self.scores,
-                           self.att, start, pos + 1)
-            self._gemv(p + "attn_output.weight", self.att.reshape(-1), self.y)
-            k["add_rmsnorm"](self.h, self.y, self._norm(p + "post_attention_norm.weight"),
-                             self.x, eps)
-            k["rmsnorm_rows"](self.h.reshape(1, -1), self._norm(p + "ffn_norm.weight"),
-                              self.x.reshape(1, -1), eps)
-            self._gemv(p + "ffn_gate.weight", self.x, self.g)
-            self._gemv(p + "ffn_up.weight", self.x, self.u)
-            k["gelu_gate"](self.g, self.u, self.f)
-            self._gemv(p + "ffn_down.weight", self.f, self.y)
-            k["add_rmsnorm"](self.h, self.y, self._norm(p + "post_ffw_norm.weight"),
-                             self.x, eps)
+    def _rows(self, tokens: list, pos: int) -> None:
+        """Every layer on ``tokens`` at positions pos, pos + 1, ... (one row each)."""
+        c, m = self.cfg, len(tokens)
+        calls = self._calls.get(m) or self._layer_calls(m)
+        rows = self._w.rows("token_embd.weight", tokens)
+        self._scale(rows, self.h[:m], F32(np.sqrt(c.width)))
+        q_scale, fpos = F32(c.query_scale), F32(pos)
+        attention = self._attention
+        q_rot, att = self.q_rot[:m], self.att[:m]
+        for layer, (attn_in, rope, attn_out, gate_up, ffn_out) in enumerate(calls):
+            attn_in[0](*attn_in[1])
+            k_cache, v_cache = self.k_cache[:, layer], self.v_cache[:, layer]
+            rope[0](*rope[1], k_cache[pos:pos + m].reshape(m, c.kv_heads, 2, -1),
+                    v_cache[pos:pos + m], fpos, q_scale, self.eps)
+            attention(q_rot, k_cache, v_cache, self.scores, att, pos,
+                      self._plans[layer]["window"])
+            attn_out[0](*attn_out[1])
+            gate_up[0](*gate_up[1])
+            ffn_out[0](*ffn_out[1])
 
 
 def _interpreted(kernel):
