@@ -16,6 +16,9 @@ hardware prefetchers to follow, which makes a walk from DRAM latency-bound
   words, the floor any GEMV over them meets where they live;
 * GB/s of weight bytes per call, and ours / ggml (below 1: we are faster).
 
+Wall time by default; ``--cpu-time`` (T = 1) times the calling thread's CPU time, which
+a shared machine disturbs less (a stall on memory still counts).
+
 Every compiled result is checked bit for bit against the interpreter (``gemv_formats``),
 and ours against ggml to a relative 1e-4 (ggml rounds its float sums differently).
 
@@ -28,6 +31,7 @@ import argparse
 import os
 import statistics
 import sys
+import time
 
 import numpy as np
 
@@ -37,8 +41,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ninfer_ir as I  # noqa: E402
 from ninfer_ir.quant import PAIRS  # noqa: E402
 from gemv_formats import GGML_TYPES, check, gemv_module, random_weights  # noqa: E402
-from gemv_q4k import (Cold, Evictor, GgmlGraphs, eviction_bytes, last_level_cache,  # noqa: E402
-                      load_ggml, stream_read, time_interleaved)
+from gemv_q4k import (RUN, Cold, Evictor, GgmlGraphs, eviction_bytes,  # noqa: E402
+                      last_level_cache, load_ggml, stream_read)
 
 SHAPES = ("q8_0:262144x640", "q5_0:2048x640", "q5_0:640x2048", "q8_0:2048x640")
 
@@ -54,11 +58,32 @@ def parse_shape(text):
     return pair, int(n), int(k)
 
 
+def interleaved(groups, reps, clock):
+    """Seconds per call of each group's functions taken in turn (``fns[i % len(fns)]``),
+    the groups alternating in runs of ``RUN`` calls so that a shared machine's phases
+    fall on all alike; after each run ``after()`` (untimed, where given)."""
+    for fns, after in groups:
+        for fn in fns:
+            fn()
+        if after:
+            after()
+    out = [[] for _ in groups]
+    for start in range(0, reps, RUN):
+        for (fns, after), times in zip(groups, out):
+            for i in range(start, min(reps, start + RUN)):
+                t0 = clock()
+                fns[i % len(fns)]()
+                times.append(clock() - t0)
+            if after:
+                after()
+    return out
+
+
 def gbps(nbytes, seconds):
     return nbytes / seconds / 1e9
 
 
-def run_shape(pair, n, k, ggml, cold, reps, threads, rng):
+def run_shape(pair, n, k, ggml, cold, reps, threads, rng, clock):
     g = k // pair.block_elems
     w = random_weights(rng, pair, n, g)
     x = rng.standard_normal((g, pair.block_elems)).astype(np.float32)
@@ -82,10 +107,8 @@ def run_shape(pair, n, k, ggml, cold, reps, threads, rng):
     if peer is not None:
         groups["ggml"] = ([lambda i=i: peer.run(i) for i in range(len(ws))], peer.pause)
     names = list(groups)
-    hot = time_interleaved([[fns[0]] for fns, _ in groups.values()], reps,
-                           [after for _, after in groups.values()])
-    colds = time_interleaved([fns for fns, _ in groups.values()], reps,
-                             [after for _, after in groups.values()])
+    hot = interleaved([([fns[0]], after) for fns, after in groups.values()], reps, clock)
+    colds = interleaved(list(groups.values()), reps, clock)
     if peer is not None:
         peer.close()
     out = {}
@@ -101,12 +124,19 @@ def main(argv=None):
     parser.add_argument("--reps", type=int, default=40)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-ggml", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time the calling thread's CPU time (steadier on a shared "
+                             "machine; T = 1 only: both run on the calling thread)")
     args = parser.parse_args(argv)
     shapes = [parse_shape(s) for s in (args.shape or SHAPES)]
+    if args.cpu_time and args.threads != 1:
+        raise SystemExit("--cpu-time measures the calling thread: T = 1 only")
+    clock = time.thread_time if args.cpu_time else time.perf_counter
     ggml, why = (None, "skipped") if args.no_ggml else load_ggml()
     llc = last_level_cache()
     cold = Cold("rotate", eviction_bytes(llc), Evictor(1 << 20))
-    print(f"T = {args.threads}; {cold.describe()}; ggml: "
+    print(f"T = {args.threads}; {'CPU' if args.cpu_time else 'wall'} time; "
+          f"{cold.describe()}; ggml: "
           + (f"llama-cpp-python {ggml.version}" if ggml else f"not available ({why})"))
     print(f"{'shape':22} {'MB':>7} {'copies':>6} | {'hot us: ours':>12} {'ggml':>8} {'read':>8} "
           f"{'o/g':>5} {'GB/s':>5} | {'cold us: ours':>13} {'ggml':>8} {'read':>8} "
@@ -117,7 +147,8 @@ def main(argv=None):
         if pair.stem not in checked:
             check(pair, rng)
             checked.add(pair.stem)
-        nbytes, copies, t = run_shape(pair, n, k, ggml, cold, args.reps, args.threads, rng)
+        nbytes, copies, t = run_shape(pair, n, k, ggml, cold, args.reps, args.threads, rng,
+                                      clock)
         cells = []
         for col in (0, 1):
             o, r = t["ours"][col], t["read"][col]
