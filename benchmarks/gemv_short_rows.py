@@ -1,5 +1,5 @@
-"""GEMV with short rows (K = 640, as in Gemma 3 270M) for the 32-element pairs, hot and
-cold, against ggml and against a plain read of the same bytes.
+"""GEMV with short rows (K = 640, as in Gemma 3 270M) for the pairs of the model, hot
+and cold, against ggml and against a plain read of the same bytes.
 
 With K = 640 a row is only 20 records (680 bytes of Q8_0, 440 of Q5_0), so the rows
 kernel's 16 per-row streams are each a dozen cache lines long: too short for the
@@ -44,17 +44,17 @@ from gemv_formats import GGML_TYPES, check, gemv_module, random_weights  # noqa:
 from gemv_q4k import (RUN, Cold, Evictor, GgmlGraphs, eviction_bytes,  # noqa: E402
                       last_level_cache, load_ggml, stream_read)
 
-SHAPES = ("q8_0:262144x640", "q5_0:2048x640", "q5_0:640x2048", "q8_0:2048x640")
+SHAPES = ("q8_0:262144x640", "q5_0:2048x640", "q5_0:640x2048", "q8_0:2048x640",
+          "q6_k:640x2048")
 
 
 def parse_shape(text):
     fmt, _, dims = text.partition(":")
     n, _, k = dims.partition("x")
-    pair = next((p for p in PAIRS.values() if p.lhs.name == fmt and p.rhs.name == "q8_0"),
-                None)
+    pair = next((p for p in PAIRS.values() if p.lhs.name == fmt), None)
     if pair is None or not n.isdigit() or not k.isdigit() or int(k) % pair.block_elems:
-        raise SystemExit(f"--shape {text!r}: want FORMAT:NxK with a 32-element weight "
-                         f"format and K a multiple of 32")
+        raise SystemExit(f"--shape {text!r}: want FORMAT:NxK with a weight format of the "
+                         f"pair table and K a multiple of its block")
     return pair, int(n), int(k)
 
 
