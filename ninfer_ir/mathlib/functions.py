@@ -13,8 +13,8 @@ rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
 
-from .core import (bits_const, copysign, f32, f64, fast_two_sum, i64, pow2, rne_int,
-                   round_dd, select, two_prod, two_sum, u32, u64)
+from .core import (bits_const, clamp, copysign, f32, f64, fast_two_sum, i64, pow2,
+                   rne_int, round_dd, select, two_prod, two_sum, u32, u64)
 
 QNAN = 0x7FC00000
 INF = 0x7F800000
@@ -152,22 +152,23 @@ def _expm1_r(r):
 
 
 def _reduce_ln2(t):
-    """(k, r) with t = k ln 2 + r, k integral, |r| <= 0.35 (t an f64, |t| < 2^8, whose
-    products with a 45-bit ln 2 head are exact; r carries one rounding of the tail)."""
-    k = rne_int(t * INV_LN2)
-    return k, (t - k * LN2_HI45) - k * LN2_LO45
+    """(k, n, r) with t = k ln 2 + r, k integral (an f64; n: the same as i64), |r| <= 0.35
+    (t an f64, |t| < 2^8, whose products with a 45-bit ln 2 head are exact; r carries one
+    rounding of the tail)."""
+    k, n = rne_int(t * INV_LN2)
+    return k, n, (t - k * LN2_HI45) - k * LN2_LO45
 
 
 def exp(x):
-    k, r = _reduce_ln2(x.cast(f64).max(-150.0).min(100.0))   # beyond: 0 or inf in f32
-    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(k)).cast(f32), _EXP_FIX)
+    k, n, r = _reduce_ln2(clamp(x.cast(f64), -150.0, 100.0))   # beyond: 0 or inf in f32
+    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(n)).cast(f32), _EXP_FIX)
 
 
 def exp2(x):
-    xd = x.cast(f64).max(-160.0).min(130.0)
-    k = rne_int(xd)
+    xd = clamp(x.cast(f64), -160.0, 130.0)
+    k, n = rne_int(xd)
     r = (xd - k) * LN2                          # xd - k is exact, |xd - k| <= 1/2
-    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(k)).cast(f32), _EXP2_FIX)
+    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(n)).cast(f32), _EXP2_FIX)
 
 
 # -- logarithms -----------------------------------------------------------------------
@@ -210,9 +211,9 @@ def log2(x):
 # -- hyperbolic tangent ---------------------------------------------------------------
 
 def tanh(x):
-    a = x.cast(f64).abs().min(10.0)           # tanh(10) rounds to 1 in f32
-    k, r = _reduce_ln2(a * 2.0)                # e^{2a} - 1 = 2^k (e^r - 1) + 2^k - 1
-    s = pow2(k)
+    a = clamp(x.cast(f64).abs(), 0.0, 10.0)   # tanh(10) rounds to 1 in f32
+    _, n, r = _reduce_ln2(a * 2.0)             # e^{2a} - 1 = 2^k (e^r - 1) + 2^k - 1
+    s = pow2(n)
     em = _expm1_r(r) * s + (s - 1.0)           # exact terms, k = 0 for 2a < ln 2 / 2
     return copysign(_fix(x.abs(), (em / (em + 2.0)).cast(f32), _TANH_FIX), x)
 
@@ -244,15 +245,15 @@ _ERFCX = [_h(c) for c in reversed((
 
 
 def erf(x):
-    a = x.cast(f64).abs().min(4.0)           # erf(4) rounds to 1 in f32
+    a = clamp(x.cast(f64).abs(), 0.0, 4.0)   # erf(4) rounds to 1 in f32
     z = a * a                                 # exact: a has 24 bits
     sh, sl = fast_two_sum(a, a * z * _horner(z, _ERF_P))
     p, e = two_prod(sh, a.c.const(TWO_OVER_SQRTPI_HI, f64))
     sh, sl = fast_two_sum(p, e + (sh * TWO_OVER_SQRTPI_LO + sl * TWO_OVER_SQRTPI_HI))
-    k = rne_int(-(z * INV_LN2))            # erf = 1 - e^{-z} erfcx(a) for a >= 1
+    k, n = rne_int(-(z * INV_LN2))        # erf = 1 - e^{-z} erfcx(a) for a >= 1
     r, c = fast_two_sum(-z - k * LN2_HI45, -(k * LN2_LO45))
     eh, el = _exp_dd(r, c)
-    s = pow2(k)
+    s = pow2(n)
     rx = _horner(a - 2.5, _ERFCX)
     ch, cl = two_prod(eh * s, rx)
     lh, ll = two_sum(a.c.const(1.0, f64), -ch)
@@ -312,9 +313,9 @@ def _reduce_pio2(x):
     f_lo = ((l1 & 0x3FFFFFFF) << 2) | (l0 >> 30)                   # the next 32
     quad = (quad + (f_hi >> 63)) & 3              # round to the nearest quadrant
     fs = f_hi.bitcast(i64)                        # f - 1 when f >= 1/2
-    hi = fs.cast(f64)
-    lo = (fs - hi.cast(i64)).cast(f64) + f_lo.cast(f64) * 2.0 ** -32
-    r = (hi + lo) * (PIO2 * 2.0 ** -64)
+    hi = (fs & -2048).cast(f64)                   # exact: a multiple of 2^11 below 2^63
+    lo = (fs & 2047).cast(f64) + f_lo.cast(f64) * 2.0 ** -32      # exact: 43 bits
+    r = (hi + lo) * (PIO2 * 2.0 ** -64)           # hi + lo: the fraction, rounded once
     a = x.cast(f64).abs()
     small = a.lt(0.78)                            # below pi/4: r = |x|, q = 0
     return select(small, c.const(0, u64), quad), select(small, a, r)
