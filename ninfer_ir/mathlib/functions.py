@@ -13,6 +13,9 @@ rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
 
+import mpmath as mp
+import numpy as np
+
 from .core import (bits_const, clamp, copysign, f32, f64, fast_two_sum, i64, pow2,
                    rne_int, round_dd, select, two_prod, two_sum, u32, u64)
 
@@ -22,8 +25,7 @@ INF = 0x7F800000
 _h = float.fromhex
 LN2_HI45 = _h("0x1.62e42fefa3a00p-1")     # ln 2 to 45 bits: k * LN2_HI45 is exact, |k| < 2^8
 LN2_LO45 = _h("-0x1.0ca86c3898d00p-49")   # ln 2 - LN2_HI45
-LN2 = _h("0x1.62e42fefa39efp-1")          # ln 2 and 1 / ln 2, rounded to f64
-INV_LN2 = _h("0x1.71547652b82fep+0")
+INV_LN2 = _h("0x1.71547652b82fep+0")           # 1 / ln 2, rounded to f64
 SQRT2 = _h("0x1.6a09e667f3bcdp+0")
 
 
@@ -32,6 +34,19 @@ def _horner(z, coeffs):
     for c in reversed(coeffs[:-2]):
         acc = acc * z + c
     return acc
+
+
+def _estrin(z, coeffs):
+    """sum coeffs[i] z^i by Estrin's scheme: pairs c0 + c1 z, then pairs of pairs with
+    z^2, z^4 ... (a shallower tree than Horner's rule, so vector loops overlap better)."""
+    terms = [z * coeffs[i + 1] + coeffs[i] if i + 1 < len(coeffs) else z.c.const(coeffs[i], z.t)
+             for i in range(0, len(coeffs), 2)]
+    p = z * z
+    while len(terms) > 1:
+        terms = [terms[i] + p * terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+        p = p * p if len(terms) > 1 else p
+    return terms[0]
 
 
 def _fix(x, r, table):
@@ -159,21 +174,43 @@ def _reduce_ln2(t):
     return k, n, (t - k * LN2_HI45) - k * LN2_LO45
 
 
+with mp.workprec(120):
+    _EXP_T = np.array([float(mp.mpf(2) ** (mp.mpf(j) / 64)) for j in range(64)])
+    _EXP2_P = [float(mp.log(2) ** i / (64 ** i * mp.factorial(i))) for i in range(1, 7)]
+# 2^(j/64), j = 0..63, and (ln 2 / 64)^i / i!, i = 1..6 (the series of 2^(d/64) - 1,
+# |d| <= 1/2, truncation below 2^-64), rounded to f64 (mpmath at 120 bits)
+
+
+def _exp_table(n, p):
+    """2^(n/64) (1 + p) in f64, for an i64 ``n`` (2^(n/64) a normal f64): the table entry
+    2^(j/64), j = n mod 64, times 1 + p, scaled by 2^(n div 64) (exact)."""
+    t = p.c.table(_EXP_T, n & 63)
+    return (t + t * p) * pow2(n >> 6)
+
+
 def exp(x):
     k, n, r = _reduce_ln2(clamp(x.cast(f64), -150.0, 100.0))   # beyond: 0 or inf in f32
     return _fix(x, ((1.0 + _expm1_r(r)) * pow2(n)).cast(f32), _EXP_FIX)
 
 
 def exp2(x):
-    xd = clamp(x.cast(f64), -160.0, 130.0)
-    k, n = rne_int(xd)
-    r = (xd - k) * LN2                          # xd - k is exact, |xd - k| <= 1/2
-    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(n)).cast(f32), _EXP2_FIX)
+    """x = (k + d)/64, k integral, |d| <= 1/2: 2^(k/64) from the table, 2^(d/64) - 1 by
+    its Taylor series to d^6."""
+    t = clamp(x.cast(f64), -160.0, 130.0) * 64.0   # exact
+    k, n = rne_int(t)
+    d = t - k                                      # exact, |d| <= 1/2
+    p = d * _horner(d, _EXP2_P)
+    return _fix(x, _exp_table(n, p).cast(f32), _EXP2_FIX)
 
 
 # -- logarithms -----------------------------------------------------------------------
 
-_ATANH_P = [1.0 / n for n in range(3, 21, 2)]    # (atanh(s) - s) / s^3 in s^2, to s^19/19
+_ATANH_P = [_h(c) for c in (
+    "0x1.5555555555558p-2", "0x1.99999999952e2p-3", "0x1.2492492df148dp-3",
+    "0x1.c71c62e5800a1p-4", "0x1.7462b4ab2ef6bp-4", "0x1.39fe606542ddep-4",
+    "0x1.2b584aae78a57p-4")]
+# (atanh(s) - s) / s^3 as a polynomial in z = s^2 on [0, 0.0295] (|s| <= 0.1716): a
+# Chebyshev fit (mpmath), error below 2^-52.4 (2^-57.5 relative to atanh s)
 
 
 def _log_parts(x):
@@ -188,7 +225,7 @@ def _log_parts(x):
     f = m - 1.0                                  # exact; 24 bits, so 2 + f is exact too
     t = f / (f + 2.0)                            # log m = 2 atanh(f / (2 + f))
     z = t * t
-    return e, t * 2.0 + (t * 2.0) * z * _horner(z, _ATANH_P)
+    return e, t * 2.0 + (t * 2.0) * z * _estrin(z, _ATANH_P)
 
 
 def _log_specials(x, r):
@@ -321,25 +358,29 @@ def _reduce_pio2(x):
     return select(small, c.const(0, u64), quad), select(small, a, r)
 
 
-def _sin_cos(x):
-    """(sin |x|, cos |x|) in f64, relative error about 2^-51, for a finite f32 ``x``."""
+def _sin_or_cos(x, cosine: bool):
+    """sin |x| or cos |x| in f64, relative error about 2^-51, for a finite f32 ``x``. The
+    quadrant decides, per element, which series of r to sum: ``r + r z S(z)`` or
+    ``(1 - z/2) + z^2 C(z)`` (z = r^2); the one sum takes the series' coefficients by
+    select, so each element pays for one series, not both."""
     quad, r = _reduce_pio2(x)
     z = r * r
-    s = r + r * z * _horner(z, _SIN_S)
-    c = (1.0 - z * 0.5) + z * z * _horner(z, _COS_C)
-    odd = (quad & 1).ne(0)
-    sv, cv = select(odd, c, s), select(odd, s, c)
-    return select((quad & 2).ne(0), -sv, sv), select(((quad + 1) & 2).ne(0), -cv, cv)
+    use_c = (quad & 1).ne(0) if not cosine else (quad & 1).eq(0)
+    coeffs = [select(use_c, z.c.const(c, f64), s) for s, c in zip(_SIN_S, _COS_C)]
+    a = select(use_c, 1.0 - z * 0.5, r)
+    v = a + select(use_c, z * z, r * z) * _horner(z, coeffs)
+    negate = ((quad + 1) if cosine else quad) & 2
+    return select(negate.ne(0), -v, v)
 
 
 def sin(x):
-    r = _fix(x.abs(), _sin_cos(x)[0].cast(f32), _SIN_FIX)
+    r = _fix(x.abs(), _sin_or_cos(x, False).cast(f32), _SIN_FIX)
     r = (r.bitcast(u32) ^ (x.bitcast(u32) & 0x80000000)).bitcast(f32)   # sin(-x) = -sin(x)
     return select(x.abs().eq(float("inf")), bits_const(x.c, QNAN, f32), r)
 
 
 def cos(x):
-    r = _fix(x.abs(), _sin_cos(x)[1].cast(f32), _COS_FIX)
+    r = _fix(x.abs(), _sin_or_cos(x, True).cast(f32), _COS_FIX)
     return select(x.abs().eq(float("inf")), bits_const(x.c, QNAN, f32), r)
 
 
