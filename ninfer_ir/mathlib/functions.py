@@ -195,11 +195,11 @@ def exp(x):
 
 def exp2(x):
     """x = (k + d)/64, k integral, |d| <= 1/2: 2^(k/64) from the table, 2^(d/64) - 1 by
-    its Taylor series to d^6."""
+    its Taylor series to d^6 (summed by Estrin's scheme)."""
     t = clamp(x.cast(f64), -160.0, 130.0) * 64.0   # exact
     k, n = rne_int(t)
     d = t - k                                      # exact, |d| <= 1/2
-    p = d * _horner(d, _EXP2_P)
+    p = d * _estrin(d, _EXP2_P)
     return _fix(x, _exp_table(n, p).cast(f32), _EXP2_FIX)
 
 
