@@ -13,7 +13,6 @@ rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
 
-import mpmath as mp
 import numpy as np
 
 from .core import (bits_const, clamp, copysign, f32, f64, fast_two_sum, i64, pow2,
@@ -162,8 +161,9 @@ def _exp_dd(r, c):
 
 
 def _expm1_r(r):
-    """e^r - 1 in f64 for |r| <= 0.35, as r + r^2 q(r): relative error about 2^-52."""
-    return r + r * r * _horner(r, _EXP_Q)
+    """e^r - 1 in f64 for |r| <= 0.35, as r + r^2 q(r) (q by Estrin's scheme): relative
+    error about 2^-52."""
+    return r + r * r * _estrin(r, _EXP_Q)
 
 
 def _reduce_ln2(t):
@@ -174,9 +174,32 @@ def _reduce_ln2(t):
     return k, n, (t - k * LN2_HI45) - k * LN2_LO45
 
 
-with mp.workprec(120):
-    _EXP_T = np.array([float(mp.mpf(2) ** (mp.mpf(j) / 64)) for j in range(64)])
-    _EXP2_P = [float(mp.log(2) ** i / (64 ** i * mp.factorial(i))) for i in range(1, 7)]
+_EXP_T = np.array([_h(c) for c in (
+    "0x1.0000000000000p+0", "0x1.02c9a3e778061p+0", "0x1.059b0d3158574p+0",
+    "0x1.0874518759bc8p+0", "0x1.0b5586cf9890fp+0", "0x1.0e3ec32d3d1a2p+0",
+    "0x1.11301d0125b51p+0", "0x1.1429aaea92de0p+0", "0x1.172b83c7d517bp+0",
+    "0x1.1a35beb6fcb75p+0", "0x1.1d4873168b9aap+0", "0x1.2063b88628cd6p+0",
+    "0x1.2387a6e756238p+0", "0x1.26b4565e27cddp+0", "0x1.29e9df51fdee1p+0",
+    "0x1.2d285a6e4030bp+0", "0x1.306fe0a31b715p+0", "0x1.33c08b26416ffp+0",
+    "0x1.371a7373aa9cbp+0", "0x1.3a7db34e59ff7p+0", "0x1.3dea64c123422p+0",
+    "0x1.4160a21f72e2ap+0", "0x1.44e086061892dp+0", "0x1.486a2b5c13cd0p+0",
+    "0x1.4bfdad5362a27p+0", "0x1.4f9b2769d2ca7p+0", "0x1.5342b569d4f82p+0",
+    "0x1.56f4736b527dap+0", "0x1.5ab07dd485429p+0", "0x1.5e76f15ad2148p+0",
+    "0x1.6247eb03a5585p+0", "0x1.6623882552225p+0", "0x1.6a09e667f3bcdp+0",
+    "0x1.6dfb23c651a2fp+0", "0x1.71f75e8ec5f74p+0", "0x1.75feb564267c9p+0",
+    "0x1.7a11473eb0187p+0", "0x1.7e2f336cf4e62p+0", "0x1.82589994cce13p+0",
+    "0x1.868d99b4492edp+0", "0x1.8ace5422aa0dbp+0", "0x1.8f1ae99157736p+0",
+    "0x1.93737b0cdc5e5p+0", "0x1.97d829fde4e50p+0", "0x1.9c49182a3f090p+0",
+    "0x1.a0c667b5de565p+0", "0x1.a5503b23e255dp+0", "0x1.a9e6b5579fdbfp+0",
+    "0x1.ae89f995ad3adp+0", "0x1.b33a2b84f15fbp+0", "0x1.b7f76f2fb5e47p+0",
+    "0x1.bcc1e904bc1d2p+0", "0x1.c199bdd85529cp+0", "0x1.c67f12e57d14bp+0",
+    "0x1.cb720dcef9069p+0", "0x1.d072d4a07897cp+0", "0x1.d5818dcfba487p+0",
+    "0x1.da9e603db3285p+0", "0x1.dfc97337b9b5fp+0", "0x1.e502ee78b3ff6p+0",
+    "0x1.ea4afa2a490dap+0", "0x1.efa1bee615a27p+0", "0x1.f50765b6e4540p+0",
+    "0x1.fa7c1819e90d8p+0")])
+_EXP2_P = [_h(c) for c in (
+    "0x1.62e42fefa39efp-7", "0x1.ebfbdff82c58fp-15", "0x1.c6b08d704a0c0p-23",
+    "0x1.3b2ab6fba4e77p-31", "0x1.5d87fe78a6731p-40", "0x1.430912f86c787p-49")]
 # 2^(j/64), j = 0..63, and (ln 2 / 64)^i / i!, i = 1..6 (the series of 2^(d/64) - 1,
 # |d| <= 1/2, truncation below 2^-64), rounded to f64 (mpmath at 120 bits)
 
