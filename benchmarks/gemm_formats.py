@@ -9,7 +9,9 @@ weight bytes and the f32 activations (ggml quantizes them to the same activation
 inside the node) on a persistent ggml pool of T threads, reached through llama-cpp-python
 (``gemv_q4k.py``'s loader). Weights (N x K = 4096 x 4096 by default) stay hot; ours and
 ggml's take turns in runs of a few calls (``gemv_q4k.time_interleaved``). Printed: median
-ms per call and the ratio ours / ggml (below 1: we are faster), all from one run. Our
+ms per call and the ratio ours / ggml (below 1: we are faster), all from one run, and at
+one thread also the median CPU time of the calling thread in each call (both run there),
+which the other work of a shared machine does not inflate as it does the wall time. Our
 result is checked bit for bit against the interpreter on a small shape per pair first.
 
     PYTHONPATH=. python benchmarks/gemm_formats.py                   # M = 8, 32, 128, 512
@@ -33,6 +35,7 @@ from ninfer_ir.ops_select import PAIRS_BY_STEM  # noqa: E402
 from gemv_formats import GGML_TYPE_F32, GGML_TYPES, random_weights  # noqa: E402
 from gemv_q4k import (THREADS, _InitParams, let_pool_sleep, load_ggml,  # noqa: E402
                       machine_line, time_interleaved)
+from gemm_q4k import _cpu_timed  # noqa: E402
 
 DEFAULT_PAIRS = ("q80_q80", "q50_q80", "q6k_q8k", "q40_q80")
 ROWS = (8, 32, 128, 512)
@@ -122,7 +125,8 @@ def main(argv=None):
     rows = [int(v) for v in args.m.split(",")]
     print(f"\nGEMM, N x K = {args.n} x {args.k}, x quantized inside each call; median ms per "
           f"call")
-    head = f"{'pair':14} {'M':>4} {'T':>2} {'ours ms':>9} {'ggml ms':>9} {'ours/ggml':>9}"
+    head = (f"{'pair':14} {'M':>4} {'T':>2} {'ours ms':>9} {'ggml ms':>9} {'ours/ggml':>9}"
+            f" {'CPU ours':>9} {'CPU ggml':>9} {'CPU ratio':>9}")
     print(head + "\n" + "-" * len(head))
     for stem in args.pairs.split(","):
         pair = PAIRS_BY_STEM[stem]
@@ -143,6 +147,10 @@ def main(argv=None):
                     peer = GgmlGemm(ggml, GGML_TYPES[pair.lhs.name], w, x, t)
                     groups["ggml"] = [peer]
                     settle = [let_pool_sleep, peer.pause]
+                cpu = {name: [] for name in groups}
+                if t == 1:
+                    groups = {name: [_cpu_timed(fn, cpu[name]) for fn in fns]
+                              for name, fns in groups.items()}
                 try:
                     times = dict(zip(groups, time_interleaved(list(groups.values()), reps,
                                                               settle)))
@@ -154,6 +162,11 @@ def main(argv=None):
                 if "ggml" in times:
                     peer_t = statistics.median(times["ggml"])
                     cells += f" {peer_t * 1e3:9.3f} {ours / peer_t:9.2f}"
+                    if cpu["ours"]:          # the first call of each is a warm-up
+                        c_ours = statistics.median(cpu["ours"][1:])
+                        c_peer = statistics.median(cpu["ggml"][1:])
+                        cells += f" {c_ours * 1e3:9.3f} {c_peer * 1e3:9.3f} " \
+                                 f"{c_ours / c_peer:9.2f}"
                 print(cells + ("" if exact else "  NOT EXACT"), flush=True)
     return 0
 

@@ -157,8 +157,7 @@ class Ops:
 
     def byte_sums(self, b, v):
         """Per lane the sum of the four signed bytes of ``v``."""
-        return self.dot4(b, zero(self.vi), splat(I32, self.lanes, 0x01010101), v,
-                         signed=self.isa == "portable")
+        return self.dot4(b, zero(self.vi), splat(I32, self.lanes, 0x01010101), v)
 
     def pairdot(self, b, acc, mm, bs):
         """acc + per lane lo(mm)*lo(bs) + hi(mm)*hi(bs) (i16 halves, signed)."""
