@@ -9,16 +9,23 @@ reduction order that runs on vector lanes (``tree``; docs/performance.md):
   row sums of a block of 16 rows first, then their ``rsqrt`` in one vectorised loop,
   kept in ``inv``, then the scaling);
 * ``softmax``: ``m = max(x)``, ``y = exp(x - m)``, ``y = y * (1 / sum(y))``;
-* ``silu_mul``: ``y = a / (1 + exp(-a)) * b`` elementwise.
+* ``silu_mul``: ``y = a / (1 + exp(-a)) * b`` elementwise, for each row of N floats.
 
-Rows of 640 and 4096 floats (RMSNorm) and of 1024 floats (softmax) are run as a block of
-rows per call (``--block`` floats in all), so that the call itself (a few microseconds from
-Python) does not dominate; a 262144-float softmax row and the 11008-float SiLU-mul run
-once per call (the latter with its call overhead, as a user would see it). The reference
-is ``np.copyto`` of the kernel's input to its output buffer (the same bytes read and
-written, for SiLU-mul one of its two inputs), best of ``--repeat`` in the same run; the
-ratio is kernel / copy. Each kernel is first checked bit for bit against the interpreter
-on a small part of its arguments (the interpreter runs loops one element at a time).
+Every kernel runs on a block of rows per call (``--block`` floats in all; the 262144-float
+softmax row is one row), so that the call from Python (its cost, ``call``, is printed:
+an empty kernel's call time) does not dominate. The reference ``copy`` is ``np.copyto``
+between two float buffers, best of ``--repeat`` in the same run, that reads and writes
+as many bytes as the kernel's row data: the input rows into the output rows for RMSNorm
+and softmax (``x`` to ``y``), and for SiLU-mul, which reads two floats and writes one per
+element, a copy of 1.5 floats per element (the same 12 bytes moved). The ratio is
+kernel / copy.
+
+For the kernels built on ``I.exp`` two more columns show what the exponential alone
+costs in the same run, as a multiple of the same copy: ``exp``, a DSL loop ``y = exp(x)``
+over the same elements (the correctly rounded ``I.exp`` of docs/math.md), and
+``np.exp``, numpy's own float32 exponential (vectorised, not correctly rounded) over the
+same elements. Each kernel is first checked bit for bit against the interpreter on a
+small part of its arguments (the interpreter runs loops one element at a time).
 """
 from __future__ import annotations
 
@@ -66,10 +73,24 @@ def softmax_rows(x: I.Tensor[I.f32, "R", "D"], y: I.Buffer[I.f32, "R", "D"]):
 
 
 @I.kernel
-def silu_mul(a: I.Tensor[I.f32, "N"], b: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, "N"]):
-    for i in I.range(a.shape[0]):
-        v = a[i]
-        y[i] = v / (I.exp(-v) + 1.0) * b[i]
+def silu_mul(a: I.Tensor[I.f32, "R", "N"], b: I.Tensor[I.f32, "R", "N"],
+             y: I.Buffer[I.f32, "R", "N"]):
+    for r in I.range(a.shape[0]):
+        for i in I.range(a.shape[1]):
+            v = a[r, i]
+            y[r, i] = v / (I.exp(-v) + 1.0) * b[r, i]
+
+
+@I.kernel
+def exp_rows(x: I.Tensor[I.f32, "R", "D"], y: I.Buffer[I.f32, "R", "D"]):
+    for r in I.range(x.shape[0]):
+        for i in I.range(x.shape[1]):
+            y[r, i] = I.exp(x[r, i])
+
+
+@I.kernel
+def empty(x: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, "N"]):
+    y[0] = x[0]
 
 
 
@@ -77,6 +98,14 @@ def _head(a):
     """A small part of an argument (two rows, 4101 columns) to check against the
     interpreter, which runs the loops one element at a time."""
     return a[:2, :4101] if a.ndim == 2 else a[:4101]
+
+
+def _floats(n):
+    """An ``n``-float buffer whose first byte is 16 bytes past a 64-byte boundary, as
+    numpy's large arrays are here (so the copy and the kernel see the same alignment)."""
+    buf = np.empty(n + 32, np.float32)
+    k = (4 - buf.ctypes.data // 4) % 16
+    return buf[k:k + n]
 
 
 def _same(x, *rest):
@@ -88,18 +117,21 @@ def _rms_outs(x, g):
 
 
 def cases(block: int, rng):
+    """``(name, kernel, inputs, make_outputs, floats copied, exp elements or 0)``."""
     def rows(d):
         return max(1, block // d)
     for d in (640, 4096):
         x = rng.normal(size=(rows(d), d)).astype(np.float32)
         g = rng.uniform(0.5, 1.5, d).astype(np.float32)
-        yield f"rmsnorm D={d} ({rows(d)} rows)", rmsnorm_rows, [x, g], _rms_outs, x
+        yield f"rmsnorm D={d} ({rows(d)} rows)", rmsnorm_rows, [x, g], _rms_outs, x.size, 0
     for d, r in ((1024, rows(1024)), (262144, 1)):
         x = (rng.normal(size=(r, d)) * 4).astype(np.float32)
-        yield f"softmax D={d} ({r} row{'s' if r > 1 else ''})", softmax_rows, [x], _same, x
-    a = rng.normal(size=11008).astype(np.float32) * 3
-    b = rng.normal(size=11008).astype(np.float32)
-    yield "silu_mul N=11008", silu_mul, [a, b], _same, a
+        yield (f"softmax D={d} ({r} row{'s' if r > 1 else ''})", softmax_rows, [x], _same,
+               x.size, x.size)
+    a = rng.normal(size=(rows(11008), 11008)).astype(np.float32) * 3
+    b = rng.normal(size=a.shape).astype(np.float32)
+    yield (f"silu_mul N=11008 ({a.shape[0]} rows)", silu_mul, [a, b], _same,
+           a.size * 3 // 2, a.size)
 
 
 def main(argv=None):
@@ -112,8 +144,14 @@ def main(argv=None):
     if hasattr(os, "getloadavg"):
         print(f"load average {os.getloadavg()[0]:.2f}; {args.threads} thread(s); "
               f"reductions in {ORDER}")
-    print(f"{'kernel':34s} {'us/call':>9s} {'copy us':>9s} {'ratio':>7s}")
-    for name, kernel, ins, make_outs, like in cases(args.block, rng):
+    k = I.compile(empty, target="cpu")
+    one = np.zeros(16, np.float32)
+    call = best_seconds(lambda: k(one, one), args.repeat * 10)
+    print(f"call: an empty kernel's call from Python {call * 1e6:.2f} us")
+    print(f"{'kernel':34s} {'us/call':>9s} {'copy us':>9s} {'ratio':>7s} {'exp':>7s} "
+          f"{'np.exp':>7s}")
+    exp_k = I.compile(exp_rows, target="cpu", threads=args.threads)
+    for name, kernel, ins, make_outs, copied, exps in cases(args.block, rng):
         outs = make_outs(*ins)
         k = I.compile(kernel, target="cpu", threads=args.threads)
         small = [_head(a) for a in ins]
@@ -122,10 +160,18 @@ def main(argv=None):
         I.interpret(kernel, *small, *want)
         if any(o.tobytes() != w.tobytes() for o, w in zip(got, want)):
             raise SystemExit(f"{name}: compiled result differs from the interpreter")
-        dst = np.empty_like(like)
+        src, dst = _floats(copied), _floats(copied)
+        src[:] = rng.normal(size=copied)
         ours = best_seconds(lambda: k(*ins, *outs), args.repeat)
-        copy = best_seconds(lambda: np.copyto(dst, like), args.repeat)
-        print(f"{name:34s} {ours * 1e6:9.2f} {copy * 1e6:9.2f} {ours / copy:7.2f}", flush=True)
+        copy = best_seconds(lambda: np.copyto(dst, src), args.repeat)
+        line = f"{name:34s} {ours * 1e6:9.2f} {copy * 1e6:9.2f} {ours / copy:7.2f}"
+        if exps:
+            x = ins[0].reshape(1, -1)
+            y = np.empty_like(x)
+            ours_exp = best_seconds(lambda: exp_k(x, y), args.repeat)
+            np_exp = best_seconds(lambda: np.exp(x, out=y), args.repeat)
+            line += f" {ours_exp / copy:7.2f} {np_exp / copy:7.2f}"
+        print(line, flush=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """Vectorised CPU code gives the interpreter's bits: elementwise loops (odd lengths,
 strided views, in-place updates, overlapping views) and ordered float folds, whose
 ``tree``, ``chunk<K>`` and ``chunk<K>/tree`` orders run on vector lanes
-(backends/llvm/gen/vfolds.py), on 1 and 2 threads and on every ISA level the host runs."""
+(backends/llvm/gen/vfolds.py), on 1 and 2 threads and on every ISA level the host runs;
+float ``max``/``min`` folds (on integer keys) with zeros of both signs, infinities and
+NaNs of any sign and payload."""
 import numpy as np
 import pytest
 
@@ -219,3 +221,64 @@ def test_half_and_integer_loops():
         got = [np.zeros(n, np.float16), np.zeros(n, np.int32)]
         I.compile(halves, "cpu", threads=1)(x, k, *got)
         assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+
+
+@I.kernel
+def extremes32(x: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, 2]):
+    y[0] = I.max(x)
+    y[1] = I.min(x)
+
+
+@I.kernel
+def extremes16(x: I.Tensor[I.f16, "N"], y: I.Buffer[I.f16, 2]):
+    y[0] = I.max(x)
+    y[1] = I.min(x)
+
+
+@I.kernel
+def extremes64(x: I.Tensor[I.f64, "N"], y: I.Buffer[I.f64, 2]):
+    y[0] = I.max(x)
+    y[1] = I.min(x)
+
+
+def _extremes(kernel, x):
+    got, want = np.zeros(2, x.dtype), np.zeros(2, x.dtype)
+    I.compile(kernel, "cpu", threads=1)(x, got)
+    I.interpret(kernel, x, want)
+    return got, want
+
+
+@pytest.mark.parametrize("kernel,dtype,word", [(extremes16, np.float16, np.uint16),
+                                               (extremes32, np.float32, np.uint32),
+                                               (extremes64, np.float64, np.uint64)])
+def test_float_max_min_folds_match_the_interpreter(kernel, dtype, word):
+    rng = np.random.default_rng(21)
+    top = 1 << (8 * np.dtype(dtype).itemsize - 1)
+    nan = np.array([np.nan], dtype).view(word)
+    pool = np.concatenate([np.array([0.0, -0.0, np.inf, -np.inf, 3.0, -3.0], dtype),
+                           np.array([np.finfo(dtype).smallest_subnormal], dtype),
+                           np.array([-np.finfo(dtype).smallest_subnormal], dtype),
+                           nan.view(dtype), (nan | top).view(dtype), (nan + 5).view(dtype)])
+    for n in (0, 1, 2, 3, 7, 15, 16, 17, 33, 64, 65, 257):
+        for trial in range(12):
+            x = rng.choice(pool, size=n) if trial % 2 else rng.standard_normal(n).astype(dtype)
+            if trial % 4 == 1:                   # mostly ordinary values, some specials
+                x = np.where(rng.random(n) < 0.9, rng.standard_normal(n), x).astype(dtype)
+            got, want = _extremes(kernel, x)
+            assert got.view(word).tolist() == want.view(word).tolist(), (n, x.view(word))
+
+
+def test_float_max_min_fold_cases():
+    """Hand-checked: -0 < +0; a NaN among two or more elements gives the canonical NaN;
+    one element comes back as it is; an empty fold gives -inf / +inf."""
+    nan = np.array([np.nan], np.float32).view(np.uint32)[0]
+    payload = np.array([nan + 5, 0], np.uint32).view(np.float32)[:1]
+    cases = [(np.array([-0.0, 0.0], np.float32), [0x00000000, 0x80000000]),
+             (np.array([0.0, -0.0], np.float32), [0x00000000, 0x80000000]),
+             (np.array([1.0, np.nan, 2.0], np.float32), [nan, nan]),
+             (np.concatenate([np.ones(40, np.float32), -payload]), [nan, nan]),
+             (-payload, [(nan + 5) | 0x80000000] * 2),
+             (np.zeros(0, np.float32), [0xff800000, 0x7f800000])]
+    for x, bits in cases:
+        got, want = _extremes(extremes32, x)
+        assert got.view(np.uint32).tolist() == want.view(np.uint32).tolist() == bits, x

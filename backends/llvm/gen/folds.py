@@ -206,21 +206,52 @@ def _staged_seq_dot(e, x, y):
 
 
 def _float_minmax_fold(e, x, kind, t):
-    """A float ``min``/``max`` fold: ``llvm.minimum``/``maximum`` alone along the chain
-    (NaN propagates), then the canonical NaN once at the end when the result is a NaN
-    and at least two elements were combined (one element is returned as it is).
+    """A float ``min``/``max`` fold, computed on integer keys: an element's bits with the
+    magnitude bits flipped when the sign is set, read as a signed integer, are ordered as
+    the floats are with -0 < +0 (``llvm.minimum``/``maximum`` order), so the fold is an
+    integer ``smin``/``smax`` (order-free; LLVM vectorises it with one-cycle integer
+    operations, where ``llvm.maximum`` on vectors is a chain of compares and blends).
+    Alongside, the largest magnitude bits say whether some element is a NaN (above those
+    of infinity): the result is then the canonical NaN when at least two elements were
+    combined (the elementwise rule's NaN at every step); one element is returned as it
+    is. An empty fold gives the identity, whose key starts the fold.
 
-    The elementwise rule selects the canonical NaN at every step, so each partial
-    result feeds two users; once LLVM fully unrolls a static-length fold inside a loop,
-    LoopVectorize's uniformity walk (``isUniformAcrossVFsAndUFs``, not memoized) visits
-    that chain in time exponential in its length. Here each partial result has one user.
-    """
+    Each partial result has one user (``llvm.smax``, not a compare and a select): once
+    LLVM fully unrolls a static-length fold inside a loop, LoopVectorize's uniformity
+    walk (``isUniformAcrossVFsAndUFs``, not memoized) visits a chain whose values feed
+    two users in time exponential in its length."""
     b = e.b
     n = x.shape[0]
-    r = seq_fold(e, i64c(0), n, lambda k: load_element(b, x, [k]),
-                 lambda p, q: S.float_minmax(b, kind, p, q), _identity(kind, t))
-    combined_nan = b.and_(b.icmp_signed(">", n, i64c(1)), b.fcmp_unordered("uno", r, r))
-    return b.select(combined_nan, S.float_nan(t), r)
+    it = ir.IntType(t.bits)
+    magnitude = ir.Constant(it, (1 << (t.bits - 1)) - 1)
+    infinity = b.bitcast(S.constant(t, float("inf")), it)
+
+    def key(bits):                          # an involution: also maps a key back to bits
+        return b.xor(bits, b.and_(b.ashr(bits, ir.Constant(it, t.bits - 1)), magnitude))
+
+    pick = f"llvm.s{kind}.i{t.bits}"
+    widest = f"llvm.umax.i{t.bits}"
+
+    def step(k, vals):                      # intrinsics: each partial result has one user
+        acc, mag = vals
+        bits = b.bitcast(load_element(b, x, [k]), it)
+        return [S.intrinsic(b, pick, it, [acc, key(bits)]),
+                S.intrinsic(b, widest, it, [mag, b.and_(bits, magnitude)])]
+    start = key(b.bitcast(_identity(kind, t), it))
+    acc, mag = fold_loop(e, i64c(0), n, [start, ir.Constant(it, 0)], step)
+    r = b.bitcast(key(acc), S.reg_type(t))
+    pre = b.block
+    nan_bb, end = e.new_block("minmax.nan"), e.new_block("minmax.end")
+    b.cbranch(b.icmp_unsigned(">", mag, infinity), nan_bb, end)
+    b.position_at_end(nan_bb)               # some element is a NaN, so n >= 1
+    nan = b.select(b.icmp_signed(">", n, i64c(1)), S.float_nan(t),
+                   load_element(b, x, [i64c(0)]))
+    b.branch(end)
+    b.position_at_end(end)
+    out = b.phi(r.type)
+    out.add_incoming(r, pre)
+    out.add_incoming(nan, nan_bb)
+    return out
 
 
 def lower_reduce(e, op):
