@@ -37,12 +37,13 @@ and no dot reads memory the epilogue writes: the CPU emitter checks both at run 
 runs the loop itself where they do not hold.
 
 A nest of two row loops (step 1, no carried values) over
-``m`` and ``n`` whose inner loop is the plain ``q4k_q8k_dot_rows`` loop (no epilogue) of the ``m``-th
-activation row is a GEMM (``_gemm``): ``q4k_q8k_gemm`` when the row is ``xq[m]`` of
-Q8_K records ``[M, G, 292]`` defined outside the nest, ``q4k_q8k_gemm_quantize`` when
-the body first quantizes ``x[m]`` of f32 ``[M, G, 256]`` into an ``alloc`` that nothing
-else reads (allocated in the body, or before the nest and freed after it); in both the
-output is ``y[..., m, n]``.
+``m`` and ``n`` whose inner loop is the plain ``<stem>_dot_rows`` loop (no epilogue) of
+the ``m``-th activation row, for a pair of ``ops_select.GEMM_PAIRS`` (Q4_K, Q6_K x Q8_K;
+Q8_0, Q5_0, Q4_0, IQ4_NL x Q8_0), is a GEMM (``_gemm``): ``<stem>_gemm`` when the row is
+``xq[m]`` of activation records ``[M, G, record bytes]`` defined outside the nest,
+``<stem>_gemm_quantize`` when the body first quantizes ``x[m]`` of f32 ``[M, G, block]``
+into an ``alloc`` that nothing else reads (allocated in the body, or before the nest
+and freed after it); in both the output is ``y[..., m, n]``.
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ from math import lcm
 
 from . import ops as O
 from .alias import root
+from .ops_select import GEMM_PAIRS
 from .sumorder import SumOrder
 
 __all__ = ["Match", "RowLoop", "QuantizedRow", "DecodedRow", "match_loop",
@@ -295,7 +297,7 @@ def _epilogue_text(rows, name) -> str:
         f"{_expr(st.value, rows.loop, mark, name)}" for st in rows.stores)
 
 
-GEMM_KERNELS = ("q4k_q8k_gemm", "q4k_q8k_gemm_quantize")
+GEMM_KERNELS = tuple(f"{stem}_gemm{tail}" for tail in ("", "_quantize") for stem in GEMM_PAIRS)
 
 
 def _row_of(v, iv, loop) -> bool:
@@ -316,9 +318,10 @@ def _gemm(loop, name):
     found = match_loop(inner, name)
     if not isinstance(found, Match):
         return f"no GEMM: its inner loop is not a row loop of quantized dots ({found})"
-    if found.kernel != "q4k_q8k_dot_rows":
-        return f"no GEMM: the GEMM kernel takes Q4_K x Q8_K dots; the inner loop is a " \
-               f"{found.kernel} loop"
+    pair = getattr(found.parts.dots[0].op, "pair", None)
+    if pair is None or pair.stem not in GEMM_PAIRS:
+        return f"no GEMM: no GEMM kernel takes the dots of a {found.kernel} loop (GEMM " \
+               f"kernels: {', '.join(f'{s}_gemm' for s in GEMM_PAIRS)})"
     rows = found.parts
     if not rows.plain or rows.prologue:
         return "no GEMM: the GEMM kernel stores each dot as it is; the inner loop has an " \
@@ -334,7 +337,7 @@ def _gemm(loop, name):
                f"of an output defined outside the nest"
     xq = qd.operands[1]
     if _row_of(xq, m, loop) and ops == [xq.op, inner] and _only_use(xq, qd):
-        return Match("q4k_q8k_gemm", [sv.operands[0], xq.op.operands[0], st.operands[1]],
+        return Match(f"{pair.stem}_gemm", [sv.operands[0], xq.op.operands[0], st.operands[1]],
                      (inner, sv, qd, st, None))
     alloc = getattr(xq, "op", None)
     quant = ops[2 if alloc in ops else 1] if len(ops) > 2 else None
@@ -344,16 +347,17 @@ def _gemm(loop, name):
                         else [ops[0], quant, inner])
             and len(frees) == 1 and (alloc in ops) == (frees[0] in ops)
             and len(quant.operands) == 2 and quant.operands[1] is xq
+            and quant.target.schema is pair.rhs
             and getattr(quant.operands[0], "op", None) is ops[0]
             and _row_of(quant.operands[0], m, loop) and _only_use(quant.operands[0], quant)
             and all(_outside(loop, v) for v in alloc.operands)
             and {u.op for u in xq.uses} == {quant, qd, frees[0]}):
-        return Match("q4k_q8k_gemm_quantize",
+        return Match(f"{pair.stem}_gemm_quantize",
                      [sv.operands[0], ops[0].operands[0], st.operands[1]],
                      (inner, sv, qd, st, quant))
     return f"no GEMM: the row {name(xq)} the dots read is neither a row {name(m)} of " \
-           f"Q8_K records defined outside the nest nor x[{name(m)}] quantized by the " \
-           f"body into a buffer that nothing else reads"
+           f"{pair.rhs.name} records defined outside the nest nor x[{name(m)}] quantized by " \
+           f"the body (to {pair.rhs.name}) into a buffer that nothing else reads"
 
 
 def match_loop(loop, name=None):

@@ -28,6 +28,10 @@ from .ir import Operation
 from .opbase import attr
 from .quant import PAIRS
 
+#: the pairs (their stems) whose m x n nests of dots have a GEMM kernel
+GEMM_PAIRS = ("q4k_q8k", "q80_q80", "q50_q80", "q6k_q8k", "q40_q80", "iq4nl_q80")
+PAIRS_BY_STEM = MappingProxyType({p.stem: p for p in PAIRS.values()})
+
 #: library kernel -> (its parameters per row dot, what it computes); the outputs follow
 KERNELS = MappingProxyType({
     **{p.rows_kernel: (("w", "xq"),
@@ -36,12 +40,15 @@ KERNELS = MappingProxyType({
     "decode_dot_rows": (("p", "s", "x"),
                         "dot(decode(p[n], s[n], k), x) (or dot(x, ...)) for every row n of "
                         "the loop"),
-    "q4k_q8k_gemm": (("w", "xq"),
-                     "y[..., m, n] = quantized_dot(w[n], xq[m]) for every m of the loop and "
-                     "n of its inner loop (order seq)"),
-    "q4k_q8k_gemm_quantize": (("w", "x"),
-                              "y[..., m, n] = quantized_dot(w[n], quantize(x[m])) for every m "
-                              "of the loop and n of its inner loop (order seq)"),
+    **{f"{stem}_gemm": (("w", "xq"),
+                        f"y[..., m, n] = quantized_dot(w[n], xq[m]) ({PAIRS_BY_STEM[stem]}) "
+                        f"for every m of the loop and n of its inner loop (order seq)")
+       for stem in GEMM_PAIRS},
+    **{f"{stem}_gemm_quantize": (("w", "x"),
+                                 f"y[..., m, n] = quantized_dot(w[n], quantize(x[m])) "
+                                 f"({PAIRS_BY_STEM[stem]}) for every m of the loop and n of "
+                                 f"its inner loop (order seq)")
+       for stem in GEMM_PAIRS},
 })
 
 

@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ninfer_ir as I  # noqa: E402
 from ninfer_ir.mathlib import FUNCTIONS  # noqa: E402
+from ninfer_ir.mathlib import functions as mathfns  # noqa: E402
 
 MARGIN = 16                      # float64 ulps around an f32 rounding boundary
 QNAN = 0x7FC00000
@@ -161,12 +162,17 @@ def main(argv=None):
     ap.add_argument("--exhaustive", action="store_true", help="all 2^32 inputs")
     ap.add_argument("--functions", default=",".join(FUNCTIONS))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-exceptions", action="store_true",
+                    help="empty each function's table of exceptional inputs first, so that "
+                         "the run lists every input the plain evaluation rounds wrongly")
     ap.add_argument("--bits", default="0:100000000",
                     help="with --exhaustive: the input bit patterns lo:hi (hex, hi excluded)")
     args = ap.parse_args(argv)
     lo, hi = (int(v, 16) for v in args.bits.split(":"))
     total = 0
     for fn in args.functions.split(","):
+        if args.no_exceptions and fn in mathfns.EXCEPTIONS:
+            setattr(mathfns, mathfns.EXCEPTIONS[fn], ())
         bad, hard, secs = run(fn, args.exhaustive, args.threads, lo, hi)
         total += len(bad)
         shown = ", ".join(f"0x{b:08x}" for b in bad[:20])

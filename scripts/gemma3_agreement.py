@@ -52,17 +52,9 @@ import numpy as np
 
 from ninfer_ir.models.gemma3 import Gemma3, cached_gguf
 from ninfer_ir.models.gemma3.reference import ReferenceForward, rmsnorm
+from ninfer_ir.models.gemma3.samples import PROMPTS
 
 F32, F16 = np.float32, np.float16
-PROMPTS = ["The capital of France is",
-           "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
-           "<start_of_turn>user\nWrite a haiku about the sea.<end_of_turn>\n<start_of_turn>model\n",
-           "Once upon a time, in a small village by the mountains, there lived",
-           "The three laws of thermodynamics state that",
-           "import numpy as np\n\ndef softmax(x):\n",
-           "<start_of_turn>user\nExplain why the sky is blue in two sentences.<end_of_turn>\n"
-           "<start_of_turn>model\n",
-           "Here is a list of the planets of the solar system, in order from the sun:"]
 EMULATIONS = ("act", "kv", "gelu", "rope", "norm")
 DECISIVE = 0.01       # a top-2 margin of llama.cpp's below this fraction of the spread: a near tie
 NUDGE = "ulp"          # not arithmetic of llama.cpp's: the embedding one ulp up

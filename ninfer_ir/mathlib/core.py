@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ninfer_ir.dense import Dense
 from ninfer_ir.numerics import semantics
-from ninfer_ir.types import ScalarType, bool_, f32, f64, i32, i64, u32, u64
+from ninfer_ir.types import ScalarType, bool_, f32, f64, from_numpy, i32, i64, index, u32, u64
 
 
 class Val:
@@ -101,6 +102,10 @@ class NumpyContext:
     def wrap(self, array, t):
         return Val(self, np.asarray(array, dtype=t.np_dtype), t)
 
+    def table(self, values: np.ndarray, idx: Val) -> Val:
+        """Element ``idx`` (an integer Val masked into range) of the constant table."""
+        return Val(self, values[idx.v.astype(np.int64)], from_numpy(values.dtype))
+
     def op(self, name, args, attrs, t):
         vs = [a.v for a in args]
         src = args[-1].t
@@ -139,6 +144,16 @@ class IRContext:
 
     def wrap(self, value, t):
         return Val(self, value, t)
+
+    def table(self, values: np.ndarray, idx: Val) -> Val:
+        """A ``load`` of element ``idx`` from the ``constant_tensor`` of ``values``."""
+        key = ("table", values.dtype.str, values.tobytes())
+        data = self.consts.get(key)
+        if data is None:
+            data = self.consts[key] = self.b.value("constant_tensor",
+                                                   value=Dense.from_array(values))
+        t = from_numpy(values.dtype)
+        return Val(self, self.b.value("load", data, idx.cast(index).v), t)
 
     def op(self, name, args, attrs, t):
         return Val(self, self.b.value(name, *[a.v for a in args], **attrs), t)
@@ -188,15 +203,26 @@ def round_dd(hi: Val, lo: Val) -> Val:
     return odd.bitcast(f64).cast(f32)
 
 
+_MAGIC = 6755399441055744.0       # 1.5 * 2^52: x + _MAGIC rounds x to an integer
+_MAGIC_BITS = 0x4338000000000000
+
+
 def pow2(k: Val) -> Val:
-    """2^k as an f64 for an integral f64 ``k`` in [-1022, 1023]."""
-    return ((k.cast(i64) + 1023) << 52).bitcast(f64)
+    """2^k as an f64 for an i64 ``k`` in [-1022, 1023]."""
+    return ((k + 1023) << 52).bitcast(f64)
 
 
-def rne_int(x: Val) -> Val:
-    """x rounded to the nearest integer (ties to even), |x| < 2^51, in f64."""
-    magic = 6755399441055744.0    # 1.5 * 2^52
-    return (x + magic) - magic
+def rne_int(x: Val):
+    """(k, n): x rounded to the nearest integer (ties to even), |x| < 2^51, as an f64
+    ``k`` and as an i64 ``n`` (read from the bits of x + 1.5 * 2^52: no conversion)."""
+    s = x + _MAGIC
+    return s - _MAGIC, s.bitcast(i64) - _MAGIC_BITS
+
+
+def clamp(x: Val, lo: float, hi: float) -> Val:
+    """x limited to [lo, hi] by compare and select (a NaN stays NaN)."""
+    x = select(x.lt(lo), lo, x)
+    return select(x.gt(hi), hi, x)
 
 
 def copysign(mag: Val, sign_of: Val) -> Val:
@@ -208,5 +234,6 @@ def copysign(mag: Val, sign_of: Val) -> Val:
 
 
 __all__ = ["Val", "NumpyContext", "IRContext", "select", "bits_const", "two_sum",
-           "fast_two_sum", "two_prod", "round_dd", "pow2", "rne_int", "copysign",
+           "fast_two_sum", "two_prod", "round_dd", "pow2", "rne_int", "clamp",
+           "copysign",
            "f32", "f64", "i32", "i64", "u32", "u64", "bool_"]

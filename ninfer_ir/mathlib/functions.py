@@ -13,8 +13,10 @@ rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
 
-from .core import (bits_const, copysign, f32, f64, fast_two_sum, i64, pow2, rne_int,
-                   round_dd, select, two_prod, two_sum, u32, u64)
+import numpy as np
+
+from .core import (bits_const, clamp, copysign, f32, f64, fast_two_sum, i64, pow2,
+                   rne_int, round_dd, select, two_prod, two_sum, u32, u64)
 
 QNAN = 0x7FC00000
 INF = 0x7F800000
@@ -22,8 +24,7 @@ INF = 0x7F800000
 _h = float.fromhex
 LN2_HI45 = _h("0x1.62e42fefa3a00p-1")     # ln 2 to 45 bits: k * LN2_HI45 is exact, |k| < 2^8
 LN2_LO45 = _h("-0x1.0ca86c3898d00p-49")   # ln 2 - LN2_HI45
-LN2 = _h("0x1.62e42fefa39efp-1")          # ln 2 and 1 / ln 2, rounded to f64
-INV_LN2 = _h("0x1.71547652b82fep+0")
+INV_LN2 = _h("0x1.71547652b82fep+0")           # 1 / ln 2, rounded to f64
 SQRT2 = _h("0x1.6a09e667f3bcdp+0")
 
 
@@ -32,6 +33,19 @@ def _horner(z, coeffs):
     for c in reversed(coeffs[:-2]):
         acc = acc * z + c
     return acc
+
+
+def _estrin(z, coeffs):
+    """sum coeffs[i] z^i by Estrin's scheme: pairs c0 + c1 z, then pairs of pairs with
+    z^2, z^4 ... (a shallower tree than Horner's rule, so vector loops overlap better)."""
+    terms = [z * coeffs[i + 1] + coeffs[i] if i + 1 < len(coeffs) else z.c.const(coeffs[i], z.t)
+             for i in range(0, len(coeffs), 2)]
+    p = z * z
+    while len(terms) > 1:
+        terms = [terms[i] + p * terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+        p = p * p if len(terms) > 1 else p
+    return terms[0]
 
 
 def _fix(x, r, table):
@@ -147,32 +161,79 @@ def _exp_dd(r, c):
 
 
 def _expm1_r(r):
-    """e^r - 1 in f64 for |r| <= 0.35, as r + r^2 q(r): relative error about 2^-52."""
-    return r + r * r * _horner(r, _EXP_Q)
+    """e^r - 1 in f64 for |r| <= 0.35, as r + r^2 q(r) (q by Estrin's scheme): relative
+    error about 2^-52."""
+    return r + r * r * _estrin(r, _EXP_Q)
 
 
 def _reduce_ln2(t):
-    """(k, r) with t = k ln 2 + r, k integral, |r| <= 0.35 (t an f64, |t| < 2^8, whose
-    products with a 45-bit ln 2 head are exact; r carries one rounding of the tail)."""
-    k = rne_int(t * INV_LN2)
-    return k, (t - k * LN2_HI45) - k * LN2_LO45
+    """(k, n, r) with t = k ln 2 + r, k integral (an f64; n: the same as i64), |r| <= 0.35
+    (t an f64, |t| < 2^8, whose products with a 45-bit ln 2 head are exact; r carries one
+    rounding of the tail)."""
+    k, n = rne_int(t * INV_LN2)
+    return k, n, (t - k * LN2_HI45) - k * LN2_LO45
+
+
+_EXP_T = np.array([_h(c) for c in (
+    "0x1.0000000000000p+0", "0x1.02c9a3e778061p+0", "0x1.059b0d3158574p+0",
+    "0x1.0874518759bc8p+0", "0x1.0b5586cf9890fp+0", "0x1.0e3ec32d3d1a2p+0",
+    "0x1.11301d0125b51p+0", "0x1.1429aaea92de0p+0", "0x1.172b83c7d517bp+0",
+    "0x1.1a35beb6fcb75p+0", "0x1.1d4873168b9aap+0", "0x1.2063b88628cd6p+0",
+    "0x1.2387a6e756238p+0", "0x1.26b4565e27cddp+0", "0x1.29e9df51fdee1p+0",
+    "0x1.2d285a6e4030bp+0", "0x1.306fe0a31b715p+0", "0x1.33c08b26416ffp+0",
+    "0x1.371a7373aa9cbp+0", "0x1.3a7db34e59ff7p+0", "0x1.3dea64c123422p+0",
+    "0x1.4160a21f72e2ap+0", "0x1.44e086061892dp+0", "0x1.486a2b5c13cd0p+0",
+    "0x1.4bfdad5362a27p+0", "0x1.4f9b2769d2ca7p+0", "0x1.5342b569d4f82p+0",
+    "0x1.56f4736b527dap+0", "0x1.5ab07dd485429p+0", "0x1.5e76f15ad2148p+0",
+    "0x1.6247eb03a5585p+0", "0x1.6623882552225p+0", "0x1.6a09e667f3bcdp+0",
+    "0x1.6dfb23c651a2fp+0", "0x1.71f75e8ec5f74p+0", "0x1.75feb564267c9p+0",
+    "0x1.7a11473eb0187p+0", "0x1.7e2f336cf4e62p+0", "0x1.82589994cce13p+0",
+    "0x1.868d99b4492edp+0", "0x1.8ace5422aa0dbp+0", "0x1.8f1ae99157736p+0",
+    "0x1.93737b0cdc5e5p+0", "0x1.97d829fde4e50p+0", "0x1.9c49182a3f090p+0",
+    "0x1.a0c667b5de565p+0", "0x1.a5503b23e255dp+0", "0x1.a9e6b5579fdbfp+0",
+    "0x1.ae89f995ad3adp+0", "0x1.b33a2b84f15fbp+0", "0x1.b7f76f2fb5e47p+0",
+    "0x1.bcc1e904bc1d2p+0", "0x1.c199bdd85529cp+0", "0x1.c67f12e57d14bp+0",
+    "0x1.cb720dcef9069p+0", "0x1.d072d4a07897cp+0", "0x1.d5818dcfba487p+0",
+    "0x1.da9e603db3285p+0", "0x1.dfc97337b9b5fp+0", "0x1.e502ee78b3ff6p+0",
+    "0x1.ea4afa2a490dap+0", "0x1.efa1bee615a27p+0", "0x1.f50765b6e4540p+0",
+    "0x1.fa7c1819e90d8p+0")])
+_EXP2_P = [_h(c) for c in (
+    "0x1.62e42fefa39efp-7", "0x1.ebfbdff82c58fp-15", "0x1.c6b08d704a0c0p-23",
+    "0x1.3b2ab6fba4e77p-31", "0x1.5d87fe78a6731p-40", "0x1.430912f86c787p-49")]
+# 2^(j/64), j = 0..63, and (ln 2 / 64)^i / i!, i = 1..6 (the series of 2^(d/64) - 1,
+# |d| <= 1/2, truncation below 2^-64), rounded to f64 (mpmath at 120 bits)
+
+
+def _exp_table(n, p):
+    """2^(n/64) (1 + p) in f64, for an i64 ``n`` (2^(n/64) a normal f64): the table entry
+    2^(j/64), j = n mod 64, times 1 + p, scaled by 2^(n div 64) (exact)."""
+    t = p.c.table(_EXP_T, n & 63)
+    return (t + t * p) * pow2(n >> 6)
 
 
 def exp(x):
-    k, r = _reduce_ln2(x.cast(f64).max(-150.0).min(100.0))   # beyond: 0 or inf in f32
-    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(k)).cast(f32), _EXP_FIX)
+    k, n, r = _reduce_ln2(clamp(x.cast(f64), -150.0, 100.0))   # beyond: 0 or inf in f32
+    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(n)).cast(f32), _EXP_FIX)
 
 
 def exp2(x):
-    xd = x.cast(f64).max(-160.0).min(130.0)
-    k = rne_int(xd)
-    r = (xd - k) * LN2                          # xd - k is exact, |xd - k| <= 1/2
-    return _fix(x, ((1.0 + _expm1_r(r)) * pow2(k)).cast(f32), _EXP2_FIX)
+    """x = (k + d)/64, k integral, |d| <= 1/2: 2^(k/64) from the table, 2^(d/64) - 1 by
+    its Taylor series to d^6 (summed by Estrin's scheme)."""
+    t = clamp(x.cast(f64), -160.0, 130.0) * 64.0   # exact
+    k, n = rne_int(t)
+    d = t - k                                      # exact, |d| <= 1/2
+    p = d * _estrin(d, _EXP2_P)
+    return _fix(x, _exp_table(n, p).cast(f32), _EXP2_FIX)
 
 
 # -- logarithms -----------------------------------------------------------------------
 
-_ATANH_P = [1.0 / n for n in range(3, 21, 2)]    # (atanh(s) - s) / s^3 in s^2, to s^19/19
+_ATANH_P = [_h(c) for c in (
+    "0x1.5555555555558p-2", "0x1.99999999952e2p-3", "0x1.2492492df148dp-3",
+    "0x1.c71c62e5800a1p-4", "0x1.7462b4ab2ef6bp-4", "0x1.39fe606542ddep-4",
+    "0x1.2b584aae78a57p-4")]
+# (atanh(s) - s) / s^3 as a polynomial in z = s^2 on [0, 0.0295] (|s| <= 0.1716): a
+# Chebyshev fit (mpmath), error below 2^-52.4 (2^-57.5 relative to atanh s)
 
 
 def _log_parts(x):
@@ -187,7 +248,7 @@ def _log_parts(x):
     f = m - 1.0                                  # exact; 24 bits, so 2 + f is exact too
     t = f / (f + 2.0)                            # log m = 2 atanh(f / (2 + f))
     z = t * t
-    return e, t * 2.0 + (t * 2.0) * z * _horner(z, _ATANH_P)
+    return e, t * 2.0 + (t * 2.0) * z * _estrin(z, _ATANH_P)
 
 
 def _log_specials(x, r):
@@ -210,9 +271,9 @@ def log2(x):
 # -- hyperbolic tangent ---------------------------------------------------------------
 
 def tanh(x):
-    a = x.cast(f64).abs().min(10.0)           # tanh(10) rounds to 1 in f32
-    k, r = _reduce_ln2(a * 2.0)                # e^{2a} - 1 = 2^k (e^r - 1) + 2^k - 1
-    s = pow2(k)
+    a = clamp(x.cast(f64).abs(), 0.0, 10.0)   # tanh(10) rounds to 1 in f32
+    _, n, r = _reduce_ln2(a * 2.0)             # e^{2a} - 1 = 2^k (e^r - 1) + 2^k - 1
+    s = pow2(n)
     em = _expm1_r(r) * s + (s - 1.0)           # exact terms, k = 0 for 2a < ln 2 / 2
     return copysign(_fix(x.abs(), (em / (em + 2.0)).cast(f32), _TANH_FIX), x)
 
@@ -244,15 +305,15 @@ _ERFCX = [_h(c) for c in reversed((
 
 
 def erf(x):
-    a = x.cast(f64).abs().min(4.0)           # erf(4) rounds to 1 in f32
+    a = clamp(x.cast(f64).abs(), 0.0, 4.0)   # erf(4) rounds to 1 in f32
     z = a * a                                 # exact: a has 24 bits
     sh, sl = fast_two_sum(a, a * z * _horner(z, _ERF_P))
     p, e = two_prod(sh, a.c.const(TWO_OVER_SQRTPI_HI, f64))
     sh, sl = fast_two_sum(p, e + (sh * TWO_OVER_SQRTPI_LO + sl * TWO_OVER_SQRTPI_HI))
-    k = rne_int(-(z * INV_LN2))            # erf = 1 - e^{-z} erfcx(a) for a >= 1
+    k, n = rne_int(-(z * INV_LN2))        # erf = 1 - e^{-z} erfcx(a) for a >= 1
     r, c = fast_two_sum(-z - k * LN2_HI45, -(k * LN2_LO45))
     eh, el = _exp_dd(r, c)
-    s = pow2(k)
+    s = pow2(n)
     rx = _horner(a - 2.5, _ERFCX)
     ch, cl = two_prod(eh * s, rx)
     lh, ll = two_sum(a.c.const(1.0, f64), -ch)
@@ -312,33 +373,37 @@ def _reduce_pio2(x):
     f_lo = ((l1 & 0x3FFFFFFF) << 2) | (l0 >> 30)                   # the next 32
     quad = (quad + (f_hi >> 63)) & 3              # round to the nearest quadrant
     fs = f_hi.bitcast(i64)                        # f - 1 when f >= 1/2
-    hi = fs.cast(f64)
-    lo = (fs - hi.cast(i64)).cast(f64) + f_lo.cast(f64) * 2.0 ** -32
-    r = (hi + lo) * (PIO2 * 2.0 ** -64)
+    hi = (fs & -2048).cast(f64)                   # exact: a multiple of 2^11 below 2^63
+    lo = (fs & 2047).cast(f64) + f_lo.cast(f64) * 2.0 ** -32      # exact: 43 bits
+    r = (hi + lo) * (PIO2 * 2.0 ** -64)           # hi + lo: the fraction, rounded once
     a = x.cast(f64).abs()
     small = a.lt(0.78)                            # below pi/4: r = |x|, q = 0
     return select(small, c.const(0, u64), quad), select(small, a, r)
 
 
-def _sin_cos(x):
-    """(sin |x|, cos |x|) in f64, relative error about 2^-51, for a finite f32 ``x``."""
+def _sin_or_cos(x, cosine: bool):
+    """sin |x| or cos |x| in f64, relative error about 2^-51, for a finite f32 ``x``. The
+    quadrant decides, per element, which series of r to sum: ``r + r z S(z)`` or
+    ``(1 - z/2) + z^2 C(z)`` (z = r^2); the one sum takes the series' coefficients by
+    select, so each element pays for one series, not both."""
     quad, r = _reduce_pio2(x)
     z = r * r
-    s = r + r * z * _horner(z, _SIN_S)
-    c = (1.0 - z * 0.5) + z * z * _horner(z, _COS_C)
-    odd = (quad & 1).ne(0)
-    sv, cv = select(odd, c, s), select(odd, s, c)
-    return select((quad & 2).ne(0), -sv, sv), select(((quad + 1) & 2).ne(0), -cv, cv)
+    use_c = (quad & 1).ne(0) if not cosine else (quad & 1).eq(0)
+    coeffs = [select(use_c, z.c.const(c, f64), s) for s, c in zip(_SIN_S, _COS_C)]
+    a = select(use_c, 1.0 - z * 0.5, r)
+    v = a + select(use_c, z * z, r * z) * _horner(z, coeffs)
+    negate = ((quad + 1) if cosine else quad) & 2
+    return select(negate.ne(0), -v, v)
 
 
 def sin(x):
-    r = _fix(x.abs(), _sin_cos(x)[0].cast(f32), _SIN_FIX)
+    r = _fix(x.abs(), _sin_or_cos(x, False).cast(f32), _SIN_FIX)
     r = (r.bitcast(u32) ^ (x.bitcast(u32) & 0x80000000)).bitcast(f32)   # sin(-x) = -sin(x)
     return select(x.abs().eq(float("inf")), bits_const(x.c, QNAN, f32), r)
 
 
 def cos(x):
-    r = _fix(x.abs(), _sin_cos(x)[1].cast(f32), _COS_FIX)
+    r = _fix(x.abs(), _sin_or_cos(x, True).cast(f32), _COS_FIX)
     return select(x.abs().eq(float("inf")), bits_const(x.c, QNAN, f32), r)
 
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import ninfer_ir as I
-from ninfer_ir.backends.llvm.kernels.qgemm import GEMM, add_gemm, blocking
+from ninfer_ir.backends.llvm.kernels.qgemm import add_gemm, blocking, gemm_name
+from ninfer_ir.quant import PAIRS, q4_k, q8_k
 from ninfer_ir.backends.llvm.runtime.jit import JITModule, host_target
 from ninfer_ir.numerics import quantized as oracle
 from ninfer_ir.backends.llvm.kernels.qkernels import load_kernels
@@ -26,9 +27,9 @@ def gemm(request):
     target = host_target(request.param)
     module = ir.Module(name="gemm")
     module.triple = target.triple
-    add_gemm(module, request.param)
+    add_gemm(module, request.param, PAIRS[q4_k, q8_k])
     jit = JITModule(module, target=target, use_cache=False)
-    fn = jit.get(GEMM, None, (_P, _I, _I, _P, _I, _I, _I, _I, _I, _P, _I, _I))
+    fn = jit.get(gemm_name(PAIRS[q4_k, q8_k]), None, (_P, _I, _I, _P, _I, _I, _I, _I, _I, _P, _I, _I))
     fn.jit = jit
     fn.isa = request.param
     return fn

@@ -224,6 +224,7 @@ def lower_module(module: Module, *, isa: str | None = None, bounds_checks: bool 
     if strides not in ("element", "byte"):
         raise ValueError(f"strides must be 'element' or 'byte', got {strides!r}")
     from ninfer_ir.backends.llvm.gen.builtins import add_half_builtins
+    from ninfer_ir.backends.llvm.gen.memory import mark_constant_loads
     from ninfer_ir.backends.llvm.kernels.records import add_quantized_library
     from ninfer_ir.backends.llvm.runtime.jit import host_target
     target = host_target(isa)
@@ -237,6 +238,7 @@ def lower_module(module: Module, *, isa: str | None = None, bounds_checks: bool 
     if quantized:
         add_quantized_library(llmod, isa, quantized)
     kernels = {f.sym_name: _emit_func(llmod, f, options) for f in module.funcs}
+    mark_constant_loads(llmod)
     add_half_builtins(llmod, isa)
     return Lowered(llmod, kernels, isa, strides)
 

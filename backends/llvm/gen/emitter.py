@@ -240,11 +240,12 @@ class Emitter:
     def below(self, v, n) -> bool:
         """Whether the index value ``v`` (an IR value) is known to lie in ``[0, n)``: it is
         the index of an enclosing loop from a constant ``lb >= 0`` by a constant step
-        ``> 0`` to ``ub``, where ``ub`` is ``n`` itself or a constant no larger. Such an
+        ``> 0`` to ``ub``, where ``ub`` is ``n`` itself or a constant no larger, or an
+        integer ``and`` a constant mask below a constant ``n`` (a table index). Such an
         index needs no bounds guard, which would otherwise be an exit inside the loop."""
         r = self.ranges.get(v)
         if r is None:
-            return False
+            return _masked_below(v, n)
         lb, ub, step = r
         if not (isinstance(lb, ir.Constant) and isinstance(step, ir.Constant)
                 and lb.constant >= 0 and step.constant > 0):
@@ -333,3 +334,18 @@ def to_word(b, v):
         v = b.bitcast(v, ir.IntType({ir.HalfType: 16, ir.FloatType: 32,
                                       ir.DoubleType: 64}[type(ty)]))
     return v if v.type.width == 64 else b.zext(v, I64)
+
+
+def _masked_below(v, n) -> bool:
+    """``v`` is ``cast(and(a, c))`` (or ``and(a, c)``) with a constant ``0 <= c < n``:
+    whatever ``a`` holds, ``v`` lies in ``[0, c]``."""
+    op = getattr(v, "op", None)
+    if op is not None and op.name == "cast":
+        op = getattr(op.operands[0], "op", None)
+    if op is None or op.name != "and" or not isinstance(n, ir.Constant):
+        return False
+    for w in op.operands:
+        c = getattr(w, "op", None)
+        if c is not None and c.name == "constant" and isinstance(c.attrs["value"], int):
+            return 0 <= c.attrs["value"] < n.constant
+    return False

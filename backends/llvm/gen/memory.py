@@ -21,7 +21,7 @@ from ninfer_ir.backends.abi import REASON_NO_MEMORY, Guard
 
 __all__ = ["lower_constant_tensor", "lower_dim", "lower_subview", "lower_load", "lower_store", "lower_copy",
            "lower_alloc", "lower_dealloc", "element_ptr", "load_element", "conform",
-           "copy_grid", "extent", "disjoint"]
+           "copy_grid", "extent", "disjoint", "constant_scope", "mark_constant_loads"]
 
 
 def lower_constant_tensor(e, op):
@@ -92,7 +92,40 @@ def lower_load(e, op):
         return src.value
     idx = [e.value(v) for v in op.indices]
     _bounds(e, op, src, idx)
-    return load_element(e.b, src, idx)
+    if getattr(op.source, "op", None) is None or op.source.op.name != "constant_tensor":
+        return load_element(e.b, src, idx)
+    ins = e.b.load(element_ptr(e.b, src, idx), align=1)
+    ins.set_metadata("alias.scope", constant_scope(e.module))
+    return S.to_register(e.b, ins, src.dtype)
+
+
+_SCOPE = "nq.constant"
+
+
+def constant_scope(module):
+    """The alias scope list of the loads from constant tensors (one per LLVM module)."""
+    md = getattr(module, "_nq_constant_scope", None)
+    if md is None:
+        domain = module.add_metadata([ir.MetaDataString(module, _SCOPE + "s")])
+        scope = module.add_metadata([ir.MetaDataString(module, _SCOPE), domain])
+        md = module._nq_constant_scope = module.add_metadata([scope])
+    return md
+
+
+def mark_constant_loads(module):
+    """Every other load and store of ``module`` is ``!noalias`` with the constant
+    tensors' loads (no store writes constant memory; two loads never conflict), so that
+    a loop reading a table at computed indices needs no run-time alias check against it
+    and can be vectorized."""
+    md = getattr(module, "_nq_constant_scope", None)
+    if md is None:
+        return
+    for fn in module.functions:
+        for block in fn.blocks:
+            for ins in block.instructions:
+                if (isinstance(ins, (ir.LoadInstr, ir.StoreInstr))
+                        and "alias.scope" not in ins.metadata):
+                    ins.set_metadata("noalias", md)
 
 
 def lower_store(e, op):

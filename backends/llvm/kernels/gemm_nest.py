@@ -1,31 +1,30 @@
 """The GEMM nests in the CPU emitter: a loop the ``select`` pass put in a
-``kernel_call {kernel = "q4k_q8k_gemm"}`` or ``{kernel = "q4k_q8k_gemm_quantize"}``
-(``ninfer_ir/library.py``) becomes one call of ``ninfer_q4k_q8k_gemm`` (``qgemm``),
+``kernel_call {kernel = "<stem>_gemm"}`` or ``{kernel = "<stem>_gemm_quantize"}``
+(``ninfer_ir/library.py``) becomes one call of ``ninfer_<stem>_gemm`` (``qgemm``),
 split over the thread pool by blocks of weight rows.
 
-``q4k_q8k_gemm``: ``for m { for n { y[..., m, n] = quantized_dot(w[n], xq[m]) } }``; the
-kernel reads the records of ``xq`` where they are. ``q4k_q8k_gemm_quantize``: the body
+``<stem>_gemm``: ``for m { for n { y[..., m, n] = quantized_dot(w[n], xq[m]) } }``; the
+kernel reads the records of ``xq`` where they are. ``<stem>_gemm_quantize``: the body
 first quantizes ``x[m]`` into a fresh buffer; the fast path quantizes every row of
-the nest into one scratch block (``ninfer_q8k_quantize``, row by row) and then calls
+the nest into one scratch block (the target's quantize kernel, e.g.
+``ninfer_q8k_quantize``, row by row) and then calls
 the GEMM on it. A failing quantize leaves nothing written by the fast path, and the
 ordinary loop then runs from the start, so the error, and what was stored before it,
 are the interpreter's.
 
 The fast path runs when both loops have iterations and every index is in range, the
-record counts agree, the records' bytes are contiguous (and, for ``x``, its 256 floats
+record counts agree, the records' bytes are contiguous (and, for ``x``, a record's floats
 are contiguous with float-aligned row strides), ``y`` is float-aligned with
 float-multiple strides, and ``y`` overlaps neither input (checked at run time unless the
 IR shows it, as for the rows kernel); otherwise the ordinary loop nest runs. Results are
-identical: each ``y[m, n]`` is the dot ``ninfer_q4k_q8k_dot`` computes. With a pool
+identical: each ``y[m, n]`` is the dot ``ninfer_<stem>_dot`` computes. With a pool
 (``threads`` > 1) and at least ``ROWS_PARALLEL_ELEMENTS`` products, the blocks of
-weight rows are spread over the pool (``ninfer_q4k_q8k_gemm_par``); each block is
+weight rows are spread over the pool (``ninfer_<stem>_gemm_par``); each block is
 computed whole by one thread, so the split changes no result.
 """
 from __future__ import annotations
 
 import llvmlite.ir as ir
-
-from ninfer_ir.quant import q8_k
 
 from ninfer_ir.backends.llvm.gen.emitter import I8P, I64, PAR_TYPE, carried_loop, i64c
 from ninfer_ir.backends.llvm.kernels.qgemm import ENV_WORDS, add_gemm, add_gemm_par, blocking
@@ -45,6 +44,7 @@ class GemmNest:
     def __init__(self, kernel, inner, sv, qd, st, quant):
         self.kernel = kernel
         self.inner, self.sv, self.qd, self.st, self.quant = inner, sv, qd, st, quant
+        self.pair = qd.pair
 
     def emit_loop(self, e, loop, lb, step, n):
         """The whole loop, on the pool where there is one."""
@@ -118,7 +118,7 @@ class GemmNest:
         """Quantize rows ``m_first ..`` of ``x`` into scratch, then the GEMM on it; the
         ordinary loop if a quantize fails."""
         b = e.b
-        rec = q8_k.record_bytes
+        rec = self.pair.rhs.record_bytes
         row_bytes = b.mul(count, i64c(rec))
         xq, slot = scratch(e, b.mul(m_count, count), rec)
         s0, s1, _ = x.byte_strides(b)
@@ -148,14 +148,14 @@ class GemmNest:
         isa = e.options["isa"]
         args = args[:9] + [b.bitcast(args[9], F32P)] + args[10:]
         if par is None:
-            b.call(add_gemm(e.module, isa), args)
+            b.call(add_gemm(e.module, isa, self.pair), args)
             return
-        body = add_gemm_par(e.module, isa)
+        body = add_gemm_par(e.module, isa, self.pair)
         e.kernel.bodies += 1          # a body the pool runs: the launcher then passes ``par``
         nb = blocking(isa).block
         m_count, n_count, count = args[7], args[8], args[6]
         blocks = b.sdiv(b.add(n_count, i64c(nb - 1)), i64c(nb))
-        work = b.mul(b.mul(b.mul(m_count, n_count), count), i64c(q8_k.block_elems))
+        work = b.mul(b.mul(b.mul(m_count, n_count), count), i64c(self.pair.block_elems))
         worth = b.and_(b.icmp_signed(">=", work, i64c(ROWS_PARALLEL_ELEMENTS)),
                        b.icmp_signed(">", blocks, i64c(1)))
         env = e.entry_alloca(ir.ArrayType(I64, ENV_WORDS))
@@ -166,7 +166,7 @@ class GemmNest:
         alone = b.or_(b.icmp_unsigned("==", par, ir.Constant(I8P, None)), b.not_(worth))
         with b.if_else(alone) as (direct, pooled):
             with direct:
-                b.call(add_gemm(e.module, isa), args)
+                b.call(add_gemm(e.module, isa, self.pair), args)
             with pooled:
                 b.call(b.bitcast(par, PAR_TYPE.as_pointer()),
                        [b.bitcast(body, I8P), env_ptr, blocks, e.err])

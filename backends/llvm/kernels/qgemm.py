@@ -1,48 +1,60 @@
-"""The Q4_K x Q8_K GEMM kernel: every dot of a block of weight rows with a block of
-activation rows, on the stored record layout (spec/quantized-ops.md §3)::
+"""The GEMM kernels of the quantized dot pairs: every dot of a block of weight rows with a
+block of activation rows, on the stored record layouts. One kernel per pair of
+``GEMM_PAIRS`` (``gemm_records.SCHEMES``), all with one signature::
 
-    void ninfer_q4k_q8k_gemm(i8* w, i64 w_row_stride_bytes, i64 w_rec_stride_bytes,
-                             i8* x, i64 x_row_stride_bytes, i64 x_rec_stride_bytes,
-                             i64 G, i64 M, i64 N,
-                             float* y, i64 y_m_stride_elems, i64 y_n_stride_elems)
+    void ninfer_<stem>_gemm(i8* w, i64 w_row_stride_bytes, i64 w_rec_stride_bytes,
+                            i8* x, i64 x_row_stride_bytes, i64 x_rec_stride_bytes,
+                            i64 G, i64 M, i64 N,
+                            float* y, i64 y_m_stride_elems, i64 y_n_stride_elems)
 
 stores ``y[m*y_m + n*y_n] = dot(w + n*w_row, x + m*x_row)`` for every m < M, n < N, each
-the bits of ``ninfer_q4k_q8k_dot`` (and of the rows kernel): the integers S and T of a
-record pair exact in i32 (any grouping), then ``p = f32(d)*f32(S)``, ``n = f32(dmin)*
-f32(T)``, ``v = ds*(p - n)``, one rounding each, and the row's v added in record order,
-the first one initialising the sum. G <= 0 stores +0.0 everywhere. Records are read
-byte-aligned at any stride; ``y`` must be float-aligned and overlap neither input. The
-scratch (about 27 KB) is on the stack; the kernel is safe to call from several threads.
+the bits of the pair's single dot (``ninfer_<stem>_dot``) and of its rows kernel: a
+record's integers exact in i32 (any grouping), the pair's float steps on them one rounding
+each, and a row's record values added in record order, the first one initialising the
+sum. G <= 0 stores +0.0 everywhere. Records are read byte-aligned at any stride; ``y``
+must be float-aligned and overlap neither input. The scratch (tens of KB) is on the
+stack; the kernels are safe to call from several threads.
 
-Blocking. Lane ``l`` of a vector of ``L`` i32 lanes (16 on the VNNI level, 8 below)
-holds weight row ``n0 + r*L + l``; a block is ``R`` such vectors (``NB = R*L`` rows). For
-each m-chunk of up to ``MC`` activation rows, each block of rows and each record g, the
-block's records are unpacked once into a tile in L1:
+Blocking (shared by every pair). Lane ``l`` of a vector of ``L`` i32 lanes (16 on the
+VNNI level, 8 below) holds weight row ``n0 + r*L + l``; a block is ``R`` such vectors
+(``NB = R*L`` rows). For each m-chunk of up to ``MC`` activation rows, each block of rows
+and each *step* of 256 weight elements (one K-quant record, or eight 32-element
+records), the block's step is unpacked once into a tile in L1 (``gemm_records``: that
+is the only part that differs per pair):
 
-* codes: for sub-block s (32 values) and dword j < 8 of it, one vector per r whose lane
-  l holds the four 4-bit codes of values ``32s + 4j .. 32s + 4j + 3`` of row l as bytes:
-  the packed dword ``8*(s//2) + j`` of the record shifted by ``4*(s%2)`` and masked. The
-  dwords of L rows are brought into lanes by a transpose (two-source shuffles, log2 L
-  stages);
-* sc[s], m[s] (the 6-bit fields, spec §2) per lane as i32, m duplicated into both i16
-  halves; f32(d), f32(dmin) per lane.
+* codes: for group t of the step (a run of elements sharing one integer scale, or one
+  32-element record) and dword j of it, one vector per r whose lane l holds four codes
+  of row l as bytes. The dwords of L rows are brought into lanes by a transpose
+  (two-source shuffles, log2 L stages);
+* per-lane integers and floats of the step (scales, corrections, f32 of the binary16
+  scales).
 
-Then for ``C`` activation rows at a time (the microtile: ``R x C`` accumulators in
-registers), with ``xb`` the Q8_K quants ``32s + 4j .. +3`` of one activation row
-broadcast to every lane::
+Then for ``C`` activation rows at a time (the microtile: ``R x C`` i32 accumulators in
+registers), with ``xb`` four activation quants of one row broadcast to every lane, each
+group's integer is ``sub = sum_j dot4(codes, xb)``, four byte products per lane, in one
+of three forms (``Codes``):
 
-    sub = sum_j dot4(codes[s][j], xb)          (u8 x i8 products, four per lane)
-    S  += sub * sc[s]                           (|sub| <= 61,440, |S| <= 30,965,760)
-    T   = sum_s pairdot(m[s] m[s], bsum[2s] bsum[2s+1])
+* ``UNSIGNED``: the codes are unsigned (Q4_K, 0..15) and ``xb`` the signed quants;
+* ``FLIPPED``: the codes are the signed levels c and ``xb ^ 0x80`` the unsigned x + 128:
+  ``sum (x + 128) c = sum x c + 128 sum c``; the tile holds ``128 sum c`` per lane (a
+  weight-only correction, computed at unpack), subtracted after the products;
+* ``SIGNED``: signed codes times signed quants (the AVX2 level for codes of magnitude
+  above 64, whose ``vpmaddubsw`` pairs could saturate, and the portable level).
 
-``dot4`` is ``vpdpbusd`` on the VNNI level, ``vpmaddubsw`` (exact: |pair| <= 3,840) then
-``vpmaddwd`` by ones on AVX2, widened multiplies on the portable level; ``pairdot`` is
-``vpdpwssd`` / ``vpmaddwd`` / widened multiplies. The float stage is per lane, and the
-running sums of the m-chunk live in a stack block between records; a block is stored to
-``y`` after its last record. Rows past N repeat row N-1 and are not stored; the last
+``dot4`` is ``vpdpbusd`` on the VNNI level, ``vpmaddubsw`` (exact: pairs <= 2*255*64)
+then ``vpmaddwd`` by ones on AVX2 (``SIGNED``: both widened to i16 and ``vpmaddwd``),
+widened multiplies on the portable level. Integer sums wrap modulo 2**32 and the spec
+bounds every record's integers within i32, so any grouping gives them exactly.
+
+Two microtiles: ``kquant`` (one record a step: ``S += sub * sc[t]`` over the groups,
+then the pair's float steps once per record) and ``blocks`` (eight records a step: the
+float steps after each record, ``v = value(S, d_w, d_x)``, added in order in registers).
+The running sums of the m-chunk live in a stack block between steps; a block is stored
+to ``y`` after its last step. Rows past N repeat row N-1 and are not stored; records
+past G in a last short step of eight repeat record G-1 and are not added; the last
 activation rows of a chunk take a microtile of fewer rows.
 
-``add_gemm(module, isa)`` adds the kernel for an ISA level (``jit.ISA_LEVELS``).
+``add_gemm(module, isa, pair)`` adds the kernel for an ISA level (``jit.ISA_LEVELS``).
 """
 from __future__ import annotations
 
@@ -51,23 +63,22 @@ from functools import lru_cache
 
 import llvmlite.ir as ir
 
-from ninfer_ir.backends.llvm.kernels.qdot import Q4_QS, Q8_BSUM, Q8_QS
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, F32P, I8, I8P, I16, I32, I64, const,
-                                                 const_vec, entry_alloca, for_range,
-                                                 half_bits_to_float, i32, i64, intrinsic,
-                                                 load, shuffle, splat, store, vec, zero)
+                                                 entry_alloca, for_range, half_bits_to_float,
+                                                 i32, i64, intrinsic, load, shuffle, splat,
+                                                 store, vec, zero)
 
-__all__ = ["GEMM", "GEMM_TYPE", "GEMM_PAR", "ENV_WORDS", "add_gemm", "add_gemm_par", "Blocking",
-           "blocking"]
+__all__ = ["GEMM_TYPE", "ENV_WORDS", "add_gemm", "add_gemm_par", "gemm_name", "Blocking",
+           "blocking", "Codes", "Tile", "transpose", "bcast"]
 
-GEMM = "ninfer_q4k_q8k_gemm"
 GEMM_TYPE = ir.FunctionType(ir.VoidType(), [I8P, I64, I64, I8P, I64, I64, I64, I64, I64,
                                             F32P, I64, I64])
 _ARG_NAMES = ("w", "w_row", "w_rec", "x", "x_row", "x_rec", "G", "M", "N", "y", "y_m", "y_n")
-SUBS = 8                 # sub-blocks of 32 values per record
-DWORDS = 8               # code dwords per sub-block (four values each)
-PACKED_DWORDS = 32       # dwords of packed codes per Q4_K record
-PREFETCH_LINES = (0, 64, 128)   # every line of a 144-byte record
+STEP_DWORDS = 64         # code dwords of a step (256 elements) per row
+
+
+def gemm_name(pair) -> str:
+    return f"ninfer_{pair.stem}_gemm"
 
 
 @dataclass(frozen=True)
@@ -92,15 +103,23 @@ def blocking(isa: str) -> Blocking:
     return Blocking(lanes=8, rows=2, cols=2, chunk=64)
 
 
+class Codes:
+    """How a group's products are formed (see the module doc)."""
+    UNSIGNED = "unsigned"
+    FLIPPED = "flipped"
+    SIGNED = "signed"
+
+
 # --- the per-level primitives --------------------------------------------------------------
 
-class _Ops:
+class Ops:
     """``dot4``, ``pairdot`` and the binary16 conversion of one ISA level."""
 
     def __init__(self, module, isa, lanes):
-        self.isa, self.lanes = isa, lanes
+        self.module, self.isa, self.lanes = module, isa, lanes
         L = lanes
         self.vi = vec(I32, L)
+        self.vf = vec(F32, L)
         if isa == "avx512vnni":
             self._dpbusd = intrinsic(module, "llvm.x86.avx512.vpdpbusd.512", self.vi,
                                      [self.vi, vec(I8, 64), vec(I8, 64)])
@@ -112,19 +131,33 @@ class _Ops:
             self._maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),
                                      [vec(I16, 16), vec(I16, 16)])
 
-    def dot4(self, b, acc, codes, xb):
-        """acc + per lane the sum of four u8 code x i8 quant products."""
+    def dot4(self, b, acc, u, s, signed=False):
+        """acc + per lane the sum of four byte products of ``u`` (unsigned, or signed when
+        ``signed``) and ``s`` (signed)."""
         L = self.lanes
-        w8, x8 = b.bitcast(codes, vec(I8, 4 * L)), b.bitcast(xb, vec(I8, 4 * L))
-        if self.isa == "avx512vnni":
-            return b.call(self._dpbusd, [acc, w8, x8])
-        if self.isa == "avx2":
-            pairs = b.call(self._maddubs, [w8, x8])
+        u8, s8 = b.bitcast(u, vec(I8, 4 * L)), b.bitcast(s, vec(I8, 4 * L))
+        if self.isa == "avx512vnni" and not signed:
+            return b.call(self._dpbusd, [acc, u8, s8])
+        if self.isa == "avx2" and not signed:
+            pairs = b.call(self._maddubs, [u8, s8])
             return b.add(acc, b.call(self._maddwd, [pairs, splat(I16, 16, 1)]))
-        prod = b.mul(b.zext(w8, vec(I32, 4 * L)), b.sext(x8, vec(I32, 4 * L)))
+        if self.isa == "avx2":
+            u16, s16 = b.sext(u8, vec(I16, 32)), b.sext(s8, vec(I16, 32))
+            halves = [b.call(self._maddwd, [shuffle(b, u16, u16, range(h, h + 16)),
+                                            shuffle(b, s16, s16, range(h, h + 16))])
+                      for h in (0, 16)]
+            pairs = shuffle(b, halves[0], halves[1], range(16))
+            return b.add(acc, b.add(shuffle(b, pairs, pairs, range(0, 16, 2)),
+                                    shuffle(b, pairs, pairs, range(1, 16, 2))))
+        wide = vec(I32, 4 * L)
+        prod = b.mul(b.sext(u8, wide) if signed else b.zext(u8, wide), b.sext(s8, wide))
         for k in range(4):
             acc = b.add(acc, shuffle(b, prod, prod, [4 * i + k for i in range(L)]))
         return acc
+
+    def byte_sums(self, b, v):
+        """Per lane the sum of the four signed bytes of ``v``."""
+        return self.dot4(b, zero(self.vi), splat(I32, self.lanes, 0x01010101), v)
 
     def pairdot(self, b, acc, mm, bs):
         """acc + per lane lo(mm)*lo(bs) + hi(mm)*hi(bs) (i16 halves, signed)."""
@@ -140,10 +173,30 @@ class _Ops:
         return b.add(acc, b.add(even, odd))
 
     def half_to_f32(self, b, bits16):
-        """Exact f32 of binary16 bits (``<L x i16>``)."""
+        """Exact f32 of binary16 bits (``<L x i16>`` or a scalar i16)."""
         if self.isa == "portable":
             return half_bits_to_float(b, bits16)
-        return b.fpext(b.bitcast(bits16, vec(F16, self.lanes)), vec(F32, self.lanes))
+        if isinstance(bits16.type, ir.VectorType):
+            n = bits16.type.count
+            return b.fpext(b.bitcast(bits16, vec(F16, n)), vec(F32, n))
+        return b.fpext(b.bitcast(bits16, F16), F32)
+
+    def lanes_of(self, b, values, ty):
+        """A ``<L x ty>`` of the scalars ``values`` (one per lane)."""
+        out = zero(vec(ty, self.lanes))
+        for k, v in enumerate(values):
+            out = b.insert_element(out, v, i32(k))
+        return out
+
+
+def bcast(b, ops, ptr, offset, ty=I32, flip=False):
+    """The ``ty`` at ``ptr + offset`` in every lane (``flip``: its bytes plus 128)."""
+    value = load(b, ptr, offset, ty)
+    if flip:
+        value = b.xor(value, const(ty, -0x7F7F7F80))        # 0x80808080
+    lanes = ops.lanes
+    one = b.insert_element(zero(vec(ty, lanes)), value, i32(0))
+    return shuffle(b, one, zero(vec(ty, lanes)), [0] * lanes)
 
 
 # --- the transpose -------------------------------------------------------------------------
@@ -178,156 +231,169 @@ def transpose(b, rows, wanted):
 
 # --- the tile ------------------------------------------------------------------------------
 
-class _Tile:
-    """Byte offsets of the unpacked block in its stack slot (one vector = ``4L`` bytes)."""
+class Tile:
+    """Byte offsets of the unpacked step in its stack slot (one vector = ``4L`` bytes):
+    the codes ``[group][dword][r]``, then each named per-lane table ``[k][r]``."""
 
-    def __init__(self, blk: Blocking):
+    def __init__(self, blk: Blocking, group_dwords: int, tables: dict):
         self.vbytes = 4 * blk.lanes
         self.rows = blk.rows
-        n = SUBS * DWORDS * blk.rows
-        self.sc0 = n
-        self.mn0 = n + SUBS * blk.rows
-        self.d0 = self.mn0 + SUBS * blk.rows
-        self.vectors = self.d0 + 2 * blk.rows
+        self.group_dwords = group_dwords
+        at = STEP_DWORDS * blk.rows
+        self._tables = {}
+        for name, count in tables.items():
+            self._tables[name] = at
+            at += count * blk.rows
+        self.vectors = at
 
-    def codes(self, s, j, r):
-        return ((s * DWORDS + j) * self.rows + r) * self.vbytes
+    def codes(self, t, j, r):
+        return ((t * self.group_dwords + j) * self.rows + r) * self.vbytes
 
-    def sc(self, s, r):
-        return (self.sc0 + s * self.rows + r) * self.vbytes
+    def group_bytes(self):
+        """Bytes from one group's codes to the next."""
+        return self.group_dwords * self.rows * self.vbytes
 
-    def mn(self, s, r):
-        return (self.mn0 + s * self.rows + r) * self.vbytes
-
-    def d(self, r):
-        return (self.d0 + r) * self.vbytes
-
-    def dmin(self, r):
-        return (self.d0 + self.rows + r) * self.vbytes
+    def table(self, name, k, r):
+        return (self._tables[name] + k * self.rows + r) * self.vbytes
 
     @property
     def nbytes(self):
         return self.vectors * self.vbytes
 
 
-def _unpack(b, ops, tile, tp, recs, r):
-    """Unpack the records ``recs`` (one i8* per lane) into vector column ``r`` of the tile."""
-    L = ops.lanes
+# --- the microtiles --------------------------------------------------------------------------
+
+def _group_sums(b, ops, scheme, tile, code_base, xs, R):
+    """Per (r, i) the integer of one group: ``code_base`` its codes in the tile, ``xs[i]``
+    the first of its activation quants of row i."""
     vi = ops.vi
-    nib = splat(I32, L, 0x0F0F0F0F)
-    for q in range(PACKED_DWORDS // L):
-        cols = transpose(b, [load(b, rec, Q4_QS + 4 * q * L, vi) for rec in recs], range(L))
-        for k, v in cols.items():
-            c, j = divmod(q * L + k, DWORDS)
-            store(b, b.and_(v, nib), tp, tile.codes(2 * c, j, r), align=64)
-            store(b, b.and_(b.lshr(v, splat(I32, L, 4)), nib), tp, tile.codes(2 * c + 1, j, r),
-                  align=64)
-    head = transpose(b, [load(b, rec, 0, vi) for rec in recs], range(4))
-
-    def byte_bits(v, shift, mask):
-        return b.and_(b.lshr(v, splat(I32, L, shift)) if shift else v, splat(I32, L, mask))
-    h1, h2, h3 = head[1], head[2], head[3]
-    for field, low, out in ((0, h1, tile.sc), (1, h2, tile.mn)):
-        for s in range(SUBS):
-            if s < 4:
-                value = byte_bits(low, 8 * s, 63)
-            else:
-                t = s - 4
-                value = b.or_(byte_bits(h3, 8 * t + 4 * field, 15),
-                              b.shl(byte_bits(low, 8 * t + 6, 3), splat(I32, L, 4)))
-            if field:
-                value = b.or_(value, b.shl(value, splat(I32, L, 16)))
-            store(b, value, tp, out(s, r), align=64)
-    d_bits = b.trunc(head[0], vec(I16, L))
-    dmin_bits = b.trunc(b.lshr(head[0], splat(I32, L, 16)), vec(I16, L))
-    store(b, ops.half_to_f32(b, d_bits), tp, tile.d(r), align=64)
-    store(b, ops.half_to_f32(b, dmin_bits), tp, tile.dmin(r), align=64)
-
-
-def _bcast(b, ops, ptr, offset, ty=I32):
-    value = load(b, ptr, offset, ty)
-    lanes = ops.lanes
-    one = b.insert_element(zero(vec(ty, lanes)), value, i32(0))
-    return shuffle(b, one, zero(vec(ty, lanes)), [0] * lanes)
-
-
-def _micro(b, fn, ops, blk, tile, tp, xrows, acc_ptr, first):
-    """The microtile: ``len(xrows)`` activation records (i8* each) against the tile; the
-    lane values v are added into the running sums at ``acc_ptr`` (row i at ``i*NB``)."""
-    L, R = ops.lanes, blk.rows
-    cols = len(xrows)
-    vi = ops.vi
-    pre = b.block
-    head = fn.append_basic_block("sub.head")
-    body = fn.append_basic_block("sub.body")
-    done = fn.append_basic_block("sub.done")
-    b.branch(head)
-    b.position_at_end(head)
-    s = b.phi(I64, name="s")
-    s.add_incoming(i64(0), pre)
-    sums = []
-    for _ in range(R * cols):
-        phi = b.phi(vi)
-        phi.add_incoming(zero(vi), pre)
-        sums.append(phi)
-    b.cbranch(b.icmp_signed("<", s, i64(SUBS)), body, done)
-    b.position_at_end(body)
+    cols = len(xs)
     subs = [zero(vi)] * (R * cols)
-    code_base = b.gep(tp, [b.mul(s, i64(DWORDS * R * tile.vbytes))])
-    xoff = b.add(i64(Q8_QS), b.mul(s, i64(32)))
-    xs = [b.gep(xr, [xoff]) for xr in xrows]
-    for j in range(DWORDS):
+    flipped = scheme.codes == Codes.FLIPPED
+    for j in range(tile.group_dwords):
         codes = [load(b, code_base, tile.codes(0, j, r), vi, align=64) for r in range(R)]
         for i in range(cols):
-            xb = _bcast(b, ops, xs[i], 4 * j)
+            # flipped: x + 128 of each byte, taken before the broadcast (a vector xor of
+            # the broadcast sends LLVM's x86 code generator into a loop)
+            xb = bcast(b, ops, xs[i], 4 * j, flip=flipped)
             for r in range(R):
-                subs[r * cols + i] = ops.dot4(b, subs[r * cols + i], codes[r], xb)
-    sc_base = b.gep(tp, [b.mul(s, i64(R * tile.vbytes))])
-    scales = [load(b, sc_base, tile.sc(0, r), vi, align=64) for r in range(R)]
-    nxt = [b.add(sums[k], b.mul(subs[k], scales[k // cols])) for k in range(R * cols)]
+                k = r * cols + i
+                if scheme.codes == Codes.UNSIGNED:
+                    subs[k] = ops.dot4(b, subs[k], codes[r], xb)
+                elif flipped:
+                    subs[k] = ops.dot4(b, subs[k], xb, codes[r])
+                else:
+                    subs[k] = ops.dot4(b, subs[k], codes[r], xb, signed=True)
+    return subs
+
+
+def _phi_loop(b, fn, count, carried, body, name):
+    """``for t in range(count)`` carrying the values ``carried``; ``body(t, values)``
+    returns the next values; returns the final ones."""
+    pre = b.block
+    head = fn.append_basic_block(f"{name}.head")
+    loop = fn.append_basic_block(f"{name}.body")
+    done = fn.append_basic_block(f"{name}.done")
+    b.branch(head)
+    b.position_at_end(head)
+    t = b.phi(I64, name=name)
+    t.add_incoming(i64(0), pre)
+    phis = []
+    for v in carried:
+        phi = b.phi(v.type)
+        phi.add_incoming(v, pre)
+        phis.append(phi)
+    b.cbranch(b.icmp_signed("<", t, count), loop, done)
+    b.position_at_end(loop)
+    nxt = body(t, phis)
     latch = b.block
-    s.add_incoming(b.add(s, i64(1)), latch)
-    for phi, v in zip(sums, nxt):
+    t.add_incoming(b.add(t, i64(1)), latch)
+    for phi, v in zip(phis, nxt):
         phi.add_incoming(v, latch)
     b.branch(head)
     b.position_at_end(done)
+    return phis
 
-    vf = vec(F32, L)
+
+def _acc_slot(b, ops, acc_ptr, blk, i, r):
+    return b.bitcast(b.gep(acc_ptr, [i64(i * blk.block + r * ops.lanes)]), ops.vf.as_pointer())
+
+
+def micro_kquant(b, fn, ops, blk, scheme, tile, tp, xrows, acc_ptr, first, nrec, x_rec):
+    """One record a step: ``S += sub * sc[t]`` per group, then ``scheme.values``; the
+    values are added into the running sums at ``acc_ptr`` (row i at ``i*NB``)."""
+    R, cols = blk.rows, len(xrows)
+    per = scheme.groups_per_iter
+    gbytes = tile.group_bytes()
+
+    def body(s, sums):
+        out = list(sums)
+        for u in range(per):
+            t = b.add(b.mul(s, i64(per)), i64(u))
+            code_base = b.gep(tp, [b.mul(t, i64(gbytes))])
+            xoff = b.add(i64(scheme.x_quants), b.mul(t, i64(4 * tile.group_dwords)))
+            subs = _group_sums(b, ops, scheme, tile, code_base,
+                               [b.gep(xr, [xoff]) for xr in xrows], R)
+            sc_base = b.gep(tp, [b.mul(t, i64(R * tile.vbytes))])
+            scales = [load(b, sc_base, tile.table("sc", 0, r), ops.vi, align=64)
+                      for r in range(R)]
+            out = [b.add(out[k], b.mul(subs[k], scales[k // cols])) for k in range(R * cols)]
+        return out
+    sums = _phi_loop(b, fn, i64(scheme.groups // per), [zero(ops.vi)] * (R * cols), body, "t")
     for i in range(cols):
-        ds = _bcast(b, ops, xrows[i], 0, F32)
-        t = [zero(vi)] * R
-        for sb in range(SUBS):
-            bs = _bcast(b, ops, xrows[i], Q8_BSUM + 4 * sb)
-            for r in range(R):
-                t[r] = ops.pairdot(b, t[r], load(b, tp, tile.mn(sb, r), vi, align=64), bs)
-        for r in range(R):
-            d = load(b, tp, tile.d(r), vf, align=64)
-            dmin = load(b, tp, tile.dmin(r), vf, align=64)
-            p = b.fmul(d, b.sitofp(sums[r * cols + i], vf))
-            n = b.fmul(dmin, b.sitofp(t[r], vf))
-            v = b.fmul(ds, b.fsub(p, n))
-            where = b.bitcast(b.gep(acc_ptr, [i64(i * blk.block + r * L)]), vf.as_pointer())
+        values = scheme.values(b, ops, tile, tp, xrows[i], sums[i::cols])
+        for r, v in enumerate(values):
+            where = _acc_slot(b, ops, acc_ptr, blk, i, r)
             old = b.load(where, align=4)
             b.store(b.select(first, v, b.fadd(old, v)), where, align=4)
 
 
-def _prefetch(b, module, ptr):
+def micro_blocks(b, fn, ops, blk, scheme, tile, tp, xrows, acc_ptr, first, nrec, x_rec):
+    """``nrec`` records a step, each record's values added in order to the running sums
+    (kept in registers through the step)."""
+    R, cols = blk.rows, len(xrows)
+    gbytes = tile.group_bytes()
+    slots = [_acc_slot(b, ops, acc_ptr, blk, i, r) for r in range(R) for i in range(cols)]
+    olds = [b.load(p, align=4) for p in slots]
+
+    def body(k, accs):
+        code_base = b.gep(tp, [b.mul(k, i64(gbytes))])
+        xrecs = [b.gep(xr, [b.mul(k, x_rec)]) for xr in xrows]
+        subs = _group_sums(b, ops, scheme, tile, code_base,
+                           [b.gep(xr, [i64(scheme.x_quants)]) for xr in xrecs], R)
+        tbase = b.gep(tp, [b.mul(k, i64(R * tile.vbytes))])
+        start = b.and_(first, b.icmp_signed("==", k, i64(0)))
+        values = scheme.values(b, ops, tile, tbase, xrecs, subs)
+        return [b.select(start, v, b.fadd(a, v)) for a, v in zip(accs, values)]
+    accs = _phi_loop(b, fn, nrec, olds, body, "k")
+    for p, v in zip(slots, accs):
+        b.store(v, p, align=4)
+
+
+# --- the kernel ------------------------------------------------------------------------------
+
+def _prefetch(b, module, ptr, nbytes):
     pf = intrinsic(module, "llvm.prefetch.p0", ir.VoidType(), [I8P, I32, I32, I32])
-    for line in PREFETCH_LINES:
+    for line in range(0, nbytes, 64):
         b.call(pf, [b.gep(ptr, [i64(line)]), i32(0), i32(3), i32(1)])
 
 
-def add_gemm(module: ir.Module, isa: str) -> ir.Function:
-    """Add ``ninfer_q4k_q8k_gemm`` for ``isa`` to ``module`` (once); returns it."""
-    if GEMM in module.globals:
-        return module.globals[GEMM]
+def add_gemm(module: ir.Module, isa: str, pair) -> ir.Function:
+    """Add ``ninfer_<stem>_gemm`` of ``pair`` for ``isa`` to ``module`` (once); returns it."""
+    from ninfer_ir.backends.llvm.kernels.gemm_records import scheme_of
+    name = gemm_name(pair)
+    if name in module.globals:
+        return module.globals[name]
     blk = blocking(isa)
     L, R, C, MC, NB = blk.lanes, blk.rows, blk.cols, blk.chunk, blk.block
-    ops = _Ops(module, isa, L)
-    tile = _Tile(blk)
-    fn = ir.Function(module, GEMM_TYPE, name=GEMM)
-    for arg, name in zip(fn.args, _ARG_NAMES):
-        arg.name = name
+    ops = Ops(module, isa, L)
+    scheme = scheme_of(pair, isa)
+    tile = Tile(blk, scheme.group_dwords, scheme.tables)
+    micro = micro_kquant if scheme.kind == "kquant" else micro_blocks
+    NR = scheme.records
+    fn = ir.Function(module, GEMM_TYPE, name=name)
+    for arg, arg_name in zip(fn.args, _ARG_NAMES):
+        arg.name = arg_name
     w, w_row, w_rec, x, x_row, x_rec, count, m_rows, n_rows, y, y_m, y_n = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     tp = b.bitcast(entry_alloca(b, ir.ArrayType(I8, tile.nbytes), "tile", align=64), I8P)
@@ -349,6 +415,7 @@ def add_gemm(module: ir.Module, isa: str) -> ir.Function:
 
     b.position_at_end(work)
     last = b.sub(n_rows, i64(1))
+    last_rec = b.sub(count, i64(1))
     with for_range(b, 0, m_rows, step=MC, name="m0") as m0:
         left = b.sub(m_rows, m0)
         mc = b.select(b.icmp_signed("<", left, i64(MC)), left, i64(MC))
@@ -360,29 +427,36 @@ def add_gemm(module: ir.Module, isa: str) -> ir.Function:
                 n = b.add(n0, i64(k))
                 rows.append(b.gep(w, [b.mul(b.select(b.icmp_signed(">", n, last), last, n),
                                             w_row)]))
-            with for_range(b, 0, count, name="g") as g:
-                wg = b.mul(g, w_rec)
-                recs = [b.gep(row, [wg]) for row in rows]
+            with for_range(b, 0, count, step=NR, name="g") as g:
+                nrec = b.sub(count, g)
+                nrec = b.select(b.icmp_signed("<", nrec, i64(NR)), nrec, i64(NR))
+                recs = []
+                for k in range(NR):     # records past G repeat record G-1 (not added)
+                    gk = b.add(g, i64(k))
+                    gk = b.select(b.icmp_signed(">", gk, last_rec), last_rec, gk)
+                    recs.append(b.mul(gk, w_rec))
                 for r in range(R):
-                    _unpack(b, ops, tile, tp, recs[r * L:(r + 1) * L], r)
-                # the records of the next step of the walk: g + 1, or the next block's first
-                ahead = b.select(b.icmp_signed("<", b.add(g, i64(1)), count),
-                                 b.add(wg, w_rec), b.mul(i64(NB), w_row))
+                    scheme.unpack(b, ops, tile, tp,
+                                  [[b.gep(row, [off]) for off in recs]
+                                   for row in rows[r * L:(r + 1) * L]], r)
+                # the records of the next step of the walk, or the next block's first
+                ahead = b.select(b.icmp_signed("<", b.add(g, i64(NR)), count),
+                                 b.mul(b.add(g, i64(NR)), w_rec), b.mul(i64(NB), w_row))
                 for row in rows:
-                    _prefetch(b, module, b.gep(row, [ahead]))
+                    _prefetch(b, module, b.gep(row, [ahead]), NR * pair.lhs.record_bytes)
                 first = b.icmp_signed("==", g, i64(0))
                 xg = b.gep(x_chunk, [b.mul(g, x_rec)])
                 with for_range(b, 0, full, step=C, name="mb") as mb:
                     xrows = [b.gep(xg, [b.mul(b.add(mb, i64(i)), x_row)]) for i in range(C)]
-                    _micro(b, fn, ops, blk, tile, tp, xrows, b.gep(acc, [b.mul(mb, i64(NB))]),
-                           first)
+                    micro(b, fn, ops, blk, scheme, tile, tp, xrows,
+                          b.gep(acc, [b.mul(mb, i64(NB))]), first, nrec, x_rec)
                 rest = b.sub(mc, full)
                 for cols in range(1, C):
                     with b.if_then(b.icmp_signed("==", rest, i64(cols))):
                         xrows = [b.gep(xg, [b.mul(b.add(full, i64(i)), x_row)])
                                  for i in range(cols)]
-                        _micro(b, fn, ops, blk, tile, tp, xrows,
-                               b.gep(acc, [b.mul(full, i64(NB))]), first)
+                        micro(b, fn, ops, blk, scheme, tile, tp, xrows,
+                              b.gep(acc, [b.mul(full, i64(NB))]), first, nrec, x_rec)
             n_left = b.sub(n_rows, n0)
             nb = b.select(b.icmp_signed("<", n_left, i64(NB)), n_left, i64(NB))
             with for_range(b, 0, mc, name="sm") as i:
@@ -399,21 +473,21 @@ def add_gemm(module: ir.Module, isa: str) -> ir.Function:
 
 # --- the thread-pool body ------------------------------------------------------------------
 
-GEMM_PAR = "ninfer_q4k_q8k_gemm_par"
 PAR_BODY_TYPE = ir.FunctionType(I64, [I8P, I64, I64, I64.as_pointer()])
 ENV_WORDS = len(_ARG_NAMES)
 
 
-def add_gemm_par(module: ir.Module, isa: str) -> ir.Function:
-    """Add (once) ``i64 ninfer_q4k_q8k_gemm_par(i8* env, i64 lo, i64 hi, i64* err)``, the
-    body a thread pool runs: ``env`` holds the twelve arguments of ``ninfer_q4k_q8k_gemm``
-    as i64 words, and the call computes the blocks ``[lo, hi)`` of ``blocking(isa).block``
-    weight rows each (the last one cut at N). It cannot fail: the status is 0."""
-    if GEMM_PAR in module.globals:
-        return module.globals[GEMM_PAR]
-    gemm = add_gemm(module, isa)
+def add_gemm_par(module: ir.Module, isa: str, pair) -> ir.Function:
+    """Add (once) ``i64 ninfer_<stem>_gemm_par(i8* env, i64 lo, i64 hi, i64* err)``, the
+    body a thread pool runs: ``env`` holds the twelve arguments of the GEMM as i64 words,
+    and the call computes the blocks ``[lo, hi)`` of ``blocking(isa).block`` weight rows
+    each (the last one cut at N). It cannot fail: the status is 0."""
+    name = gemm_name(pair) + "_par"
+    if name in module.globals:
+        return module.globals[name]
+    gemm = add_gemm(module, isa, pair)
     nb = blocking(isa).block
-    fn = ir.Function(module, PAR_BODY_TYPE, name=GEMM_PAR)
+    fn = ir.Function(module, PAR_BODY_TYPE, name=name)
     fn.linkage = "internal"
     env, lo, hi, _ = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
