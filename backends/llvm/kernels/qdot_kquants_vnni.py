@@ -7,7 +7,7 @@ is a vertical add, ``acc = acc + v_g`` in record order (the first record initial
 it by a select). Rows past the end of a short last block repeat the last row and are
 not stored; fewer than ``FEW_ROWS`` rows go row by row through the record code of
 ``qdot_kquants``. Nothing is read when G <= 0 or there are no rows. Each step
-prefetches the records ``PREFETCH_STEPS`` steps further along the walk (hints only).
+prefetches the records a few steps (``prefetch.STEPS``) further along the walk (hints only).
 
 Step g loads Q8_K record g once for the 16 rows: its quants ``x`` as four 64-byte
 vectors ``X_i`` (elements 64i .. 64i+63) and, for the formats with a level bias
