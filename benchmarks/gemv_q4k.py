@@ -201,9 +201,10 @@ class GgmlGraphs:
     graph i computes W x for each pair (W, x) of ``graphs[i]``, in order (ggml quantizes
     x to Q8_K inside each node). ``x`` is one vector (``[G, 256]``) or a batch of M rows
     (``[M, G, 256]``, a GEMM: Y = X W^T). ``run(i)`` computes graph i, ``result(i, j)``
-    is the output of its node j (``[N]``, or ``[M, N]`` for a batch); ``close()`` frees."""
+    is the output of its node j (``[N]``, or ``[M, N]`` for a batch); ``close()`` frees.
+    ``ggml_type`` and ``block`` (elements per record) name another weight format."""
 
-    def __init__(self, g, graphs, threads):
+    def __init__(self, g, graphs, threads, ggml_type=GGML_TYPE_Q4_K, block=256):
         self.g = g
         pairs = [pair for graph in graphs for pair in graph]
         inputs = {id(x): x for _, x in pairs}
@@ -226,7 +227,7 @@ class GgmlGraphs:
             graph, outs = g.new_graph(self.ctx), []
             for w, x in graph_pairs:
                 n, groups, _ = w.shape
-                a = g.new_tensor_2d(self.ctx, GGML_TYPE_Q4_K, groups * 256, n)
+                a = g.new_tensor_2d(self.ctx, ggml_type, groups * block, n)
                 ctypes.memmove(g.get_data(a), w.ctypes.data, w.nbytes)
                 c = g.mul_mat(self.ctx, a, tensors[id(x)])
                 g.build_forward_expand(graph, c)

@@ -31,7 +31,12 @@ assembly on the portable level). A row's result is ``((v0 + v1) + v2) + ...``
 
 The rows kernel takes blocks of 16 rows, lane i = row ``r0 + i`` (a short last
 block repeats the last row and does not store it), and walks the records in
-order, so each lane's sum is the sequential fold of its row.
+order, so each lane's sum is the sequential fold of its row. Each step also prefetches
+1/G of the next block's rows in address order (``prefetch.prefetch_next_block``): with
+short rows (K = 640: 20 records) the walk's 16 per-row streams are too short for the
+hardware prefetchers, and from DRAM the walk ran at under half the read rate
+(docs/cpu-performance-notes.md, "Short rows"). Prefetches are hints: results do not
+change.
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ import llvmlite.ir as ir
 from ninfer_ir.quant import IQ4_NL_VALUES, PAIRS, DotPair, iq4_nl, q4_0, q5_0, q8_0
 from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, reduce_add,
                                                   store_zero_rows)
+from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, TransposeReducer,
                                                  const, const_vec, entry_alloca, for_range,
                                                  half_bits_to_float, i32, i64, intrinsic, load,
@@ -267,6 +273,7 @@ def add_rows(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
             row = b.select(b.icmp_signed(">", row, last_row), last_row, row)
             bases.append(b.gep(w, [b.mul(row, w_row)]))
         with for_range(b, 0, count, name="g") as g:
+            prefetch_next_block(b, module, bases[0], g, count, count, w_row)
             offset = b.mul(g, w_rec)
             recs = [b.gep(base, [offset]) for base in bases]
             xrec = b.gep(x, [b.mul(g, x_rec)])

@@ -7,7 +7,7 @@ is a vertical add, ``acc = acc + v_g`` in record order (the first record initial
 it by a select). Rows past the end of a short last block repeat the last row and are
 not stored; fewer than ``FEW_ROWS`` rows go row by row through the record code of
 ``qdot_kquants``. Nothing is read when G <= 0 or there are no rows. Each step
-prefetches the records ``PREFETCH_STEPS`` steps further along the walk (hints only).
+prefetches the records a few steps (``prefetch.STEPS``) further along the walk (hints only).
 
 Step g loads Q8_K record g once for the 16 rows: its quants ``x`` as four 64-byte
 vectors ``X_i`` (elements 64i .. 64i+63) and, for the formats with a level bias
@@ -44,7 +44,8 @@ from ninfer_ir.numerics.quantized_kquants import KQUANTS, KQuant
 from ninfer_ir.backends.llvm.kernels.qdot import (ROWS_TYPE, Q8_BSUM, Q8_QS, decode_scales_bytes,
                                                   store_zero_rows)
 from ninfer_ir.backends.llvm.kernels import qdot_kquants as kq
-from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I8P, I16, I32, I64,
+from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_ahead, prefetch_first_steps
+from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I16, I32, I64,
                                                  TransposeReducer, const, entry_alloca,
                                                  const_vec, for_range, gather_i32, i32, i64,
                                                  intrinsic, load, shuffle, splat, vec, zero)
@@ -53,7 +54,6 @@ __all__ = ["add_rows_vnni"]
 
 LANES = 16          # rows per block (lanes of the float stage)
 FEW_ROWS = 4        # fewer rows than this go row by row
-PREFETCH_STEPS = 4  # steps of the walk (16 records each) that prefetching runs ahead
 V64B = vec(I8, 64)
 V16I = vec(I32, 16)
 V16F = vec(F32, 16)
@@ -244,22 +244,6 @@ def _head_offset(kind: KQuant) -> int:
 
 # --- driver ----------------------------------------------------------------------------
 
-def _prefetch_ahead(b, module, kind: KQuant, first_row, g, ng, w_row, w_rec):
-    """Prefetch the 16 records ``PREFETCH_STEPS`` steps further along the walk: record
-    ``g + D`` of this block's rows or, past their end, record ``g + D - ng`` of the next
-    block's (``first_row`` + 16 row strides). Hints only: a prefetch never faults (rows
-    past the last one included) and changes no result."""
-    pf = intrinsic(module, "llvm.prefetch.p0", ir.VoidType(), [I8P, I32, I32, I32])
-    ahead = b.add(g, i64(PREFETCH_STEPS))
-    offset = b.select(b.icmp_signed("<", ahead, ng), b.mul(ahead, w_rec),
-                      b.add(b.mul(w_row, i64(LANES)), b.mul(b.sub(ahead, ng), w_rec)))
-    rec = b.gep(first_row, [offset])
-    for _ in range(LANES):      # one running address: 16 row pointers would spill
-        for line in range(0, kind.record_bytes, 64):
-            b.call(pf, [b.gep(rec, [i64(line)]), i32(0), i32(3), i32(1)])
-        rec = b.gep(rec, [w_row])
-
-
 def add_rows_vnni(module: ir.Module, pair, gfni: bool) -> ir.Function:
     """``ninfer_<stem>_dot_rows`` of a K-quant pair for the VNNI level; ``gfni`` extracts
     bit fields with GF2P8AFFINEQB."""
@@ -292,6 +276,7 @@ def add_rows_vnni(module: ir.Module, pair, gfni: bool) -> ir.Function:
     b.position_at_end(work)
     last_row = b.sub(nrows, i64(1))
     head = _head_offset(kind)
+    lines = range(0, kind.record_bytes, 64)
     with for_range(b, 0, nrows, step=LANES, name="r0") as r0:
         bases = []
         addr = zero(vec(I64, LANES))
@@ -303,11 +288,9 @@ def add_rows_vnni(module: ir.Module, pair, gfni: bool) -> ir.Function:
             addr = b.insert_element(addr, b.ptrtoint(base, I64), i32(i))
         with b.if_then(b.icmp_signed("==", r0, i64(0))):
             # the first block of a call: its first steps have not been prefetched
-            with for_range(b, 0, i64(PREFETCH_STEPS), name="pf") as k:
-                _prefetch_ahead(b, module, kind, bases[0], b.sub(k, i64(PREFETCH_STEPS)),
-                                count, w_row, w_rec)
+            prefetch_first_steps(b, module, bases[0], count, w_row, w_rec, lines)
         with for_range(b, 0, count, name="g") as g:
-            _prefetch_ahead(b, module, kind, bases[0], g, count, w_row, w_rec)
+            prefetch_ahead(b, module, bases[0], g, count, w_row, w_rec, lines)
             offset = b.mul(g, w_rec)
             recs = [b.gep(base, [offset]) for base in bases]
             step = b.add(offset, i64(head))

@@ -23,11 +23,10 @@ Between chunks the running sums live in ``y``.
 A block's walk is 16 streams of records one row stride apart, each only as long
 as a row (2304 bytes for K = 4096); the hardware prefetchers keep few of them
 ahead, so with the weights in DRAM the loads stall and the record code waits on
-them. Each step therefore prefetches the records ``PREFETCH_STEPS`` steps further
-along the walk (into the next block past the end of this one), which lets the
-DRAM transfer overlap the arithmetic. Where a block spans at most ``NEXT_BLOCK_MAX``
-bytes, each step also prefetches 1/G of the next block's span in address order (one
-sequential stream a block ahead, ``_prefetch_next_block``). Prefetches are hints:
+them. Each step therefore prefetches the records a few steps further along the walk
+(into the next block past the end of this one), which lets the DRAM transfer
+overlap the arithmetic, and, where a block's span is small, 1/G of the next
+block's span in address order (``kernels/prefetch.py``). Prefetches are hints:
 results do not change.
 
 Per Q4_K record (two 64-byte loads of nibbles ``Q0``, ``Q1``):
@@ -74,6 +73,8 @@ import llvmlite.ir as ir
 
 from ninfer_ir.backends.llvm.kernels.qdot import (Q4_QS, Q8_BSUM, Q8_QS, add_dot_simple, declare_rows, reduce_add, row_sum,
                    store_zero_rows)
+from ninfer_ir.backends.llvm.kernels.prefetch import (prefetch_ahead, prefetch_first_steps,
+                                                      prefetch_next_block)
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I8P, I16, I32, I64, TransposeReducer, const_vec, entry_alloca,
                   for_range, gather_i32, i32, i64, intrinsic, load, shuffle, splat, store, vec, zero)
 
@@ -87,9 +88,7 @@ V64B = vec(I8, 64)
 V16I = vec(I32, 16)
 V16F = vec(F32, 16)
 PTRS = ir.VectorType(I32.as_pointer(), LANES)
-PREFETCH_STEPS = 4      # steps of the walk (16 records each) that prefetching runs ahead
 PREFETCH_LINES = (0, 64, 128)   # with records 144 bytes apart, these cover every line
-NEXT_BLOCK_MAX = 64 << 10       # blocks up to this span also prefetch the next one in order
 
 
 class _Intrinsics:
@@ -288,51 +287,6 @@ def _prepare_x(b, x, x_rec, g0, count, xp):
         store(b, load(b, xr, 0, F32), slot, SLOT_DS, align=4)
 
 
-def _prefetch_ahead(b, module, first_row, g, ng, w_row, w_rec):
-    """Prefetch the 16 records ``PREFETCH_STEPS`` steps ahead along the walk.
-
-    Step ``g`` of a block reads record ``g`` of its 16 rows: 16 streams a row stride
-    apart, each only ``ng`` records long before the walk moves on to the next 16 rows,
-    which the hardware prefetchers follow poorly (docs/cpu-performance-notes.md).
-    The step ahead is record ``g + D`` of the same rows or, past the block's end,
-    record ``g + D - ng`` of the next block's rows (``first_row`` + 16 row strides).
-    Rows past the last one are prefetched as well: a prefetch never faults and changes
-    no result; it only asks for the line early (into L1, as the loads do).
-    """
-    pf = intrinsic(module, "llvm.prefetch.p0", ir.VoidType(), [I8P, I32, I32, I32])
-    ahead = b.add(g, i64(PREFETCH_STEPS))
-    inside = b.icmp_signed("<", ahead, ng)
-    offset = b.select(inside, b.mul(ahead, w_rec),
-                      b.add(b.mul(w_row, i64(LANES)), b.mul(b.sub(ahead, ng), w_rec)))
-    rec = b.gep(first_row, [offset])
-    for _ in range(LANES):       # one running address: 16 live row pointers would spill
-        for line in PREFETCH_LINES:
-            b.call(pf, [b.gep(rec, [i64(line)]), i32(0), i32(3), i32(1)])
-        rec = b.gep(rec, [w_row])
-
-
-def _prefetch_next_block(b, module, first_row, g, ng, count, w_row):
-    """Prefetch the next block's rows in address order, 1/ng of their span per step.
-
-    A matrix's rows follow one another in memory, so the next block's 16 rows are one
-    span of ``16 * w_row`` bytes: read in address order, a block ahead of the walk, it
-    is a single sequential stream, which the memory system serves better than the 16
-    short streams of the walk itself. Only where the chunk is the whole row
-    (``ng == count``: the span is then exactly what the next block reads) and the span
-    is at most ``NEXT_BLOCK_MAX`` (with longer rows it gained nothing cold and cost
-    hot). Issued as a loop after the walk's own prefetches: unrolled, or before them,
-    it did not help (docs/cpu-performance-notes.md, "Weights from DRAM").
-    """
-    pf = intrinsic(module, "llvm.prefetch.p0", ir.VoidType(), [I8P, I32, I32, I32])
-    span = b.mul(w_row, i64(LANES))
-    per_step = b.udiv(b.add(span, b.sub(b.mul(ng, i64(64)), i64(1))), b.mul(ng, i64(64)))
-    wanted = b.and_(b.icmp_signed("==", ng, count),      # unsigned: a reversed row axis
-                    b.icmp_unsigned("<=", span, i64(NEXT_BLOCK_MAX)))   # (w_row < 0) never
-    start = b.gep(first_row, [b.add(span, b.mul(b.mul(g, per_step), i64(64)))])
-    with for_range(b, 0, b.select(wanted, per_step, i64(0)), name="next") as k:
-        b.call(pf, [b.gep(start, [b.mul(k, i64(64))]), i32(0), i32(3), i32(1)])
-
-
 def add_rows_vnni(module: ir.Module, gfni: bool = False) -> ir.Function:
     """``ninfer_q4k_q8k_dot_rows``; ``gfni`` extracts high nibbles with GF2P8AFFINEQB."""
     fns = _Intrinsics(module, gfni)
@@ -392,13 +346,11 @@ def add_rows_vnni(module: ir.Module, gfni: bool = False) -> ir.Function:
             addr_vec = _address_vector(b, bases)
             with b.if_then(b.icmp_signed("==", r0, i64(0))):
                 # the first block of a call: its first steps have not been prefetched
-                with for_range(b, 0, i64(PREFETCH_STEPS), name="pf") as k:
-                    _prefetch_ahead(b, module, bases[0], b.sub(k, i64(PREFETCH_STEPS)), ng,
-                                    w_row, w_rec)
+                prefetch_first_steps(b, module, bases[0], ng, w_row, w_rec, PREFETCH_LINES)
             with for_range(b, 0, ng, name="g") as g:
                 offset = b.mul(g, w_rec)
-                _prefetch_ahead(b, module, bases[0], g, ng, w_row, w_rec)
-                _prefetch_next_block(b, module, bases[0], g, ng, count, w_row)
+                prefetch_ahead(b, module, bases[0], g, ng, w_row, w_rec, PREFETCH_LINES)
+                prefetch_next_block(b, module, bases[0], g, ng, count, w_row)
                 recs = [b.gep(base, [offset]) for base in bases]
                 heads = b.inttoptr(b.add(addr_vec, _splat(b, offset, vec(I64, LANES))), PTRS)
                 slot = b.gep(xp, [b.mul(g, i64(SLOT))])

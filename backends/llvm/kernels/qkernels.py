@@ -180,7 +180,7 @@ def generator_digest() -> str:
     here = Path(__file__).resolve().parent
     for name in ("qkernels.py", "qir.py", "qquantize.py", "qdot.py", "qdot_vnni.py",
                  "qdot_blocks.py", "qquantize_q80.py", "qdot_kquants.py",
-                 "qdot_kquants_vnni.py"):
+                 "qdot_kquants_vnni.py", "prefetch.py"):
         h.update(name.encode())
         h.update((here / name).read_bytes())
     h.update(Path(quantized_kquants.__file__).read_bytes())    # the K-quant layouts
