@@ -41,6 +41,13 @@ from ninfer_ir.models.gemma3.samples import PROMPTS
 NEAR_TIE = 0.01   # top-2 margins below this fraction of the spread are near ties
 
 
+def settle():
+    """Let the other side's worker threads stop spinning before a timed run: ggml's
+    threads poll for a while after a graph, and on a 2-core machine a polling thread
+    takes a core from the next run."""
+    time.sleep(0.2)
+
+
 def top2_margin(row) -> float:
     a, b = np.partition(row, -2)[-2:]
     return float(abs(b - a))
@@ -89,6 +96,7 @@ def compare(path, forward, target, threads, tokens):
         llm.reset()
         llm.eval(ids)
         want, toks = [], []
+        settle()
         t0 = time.perf_counter()
         for _ in range(tokens):
             row = np.array(llm.scores[llm.n_tokens - 1], np.float32)
@@ -97,6 +105,7 @@ def compare(path, forward, target, threads, tokens):
             llm.eval([toks[-1]])
         llm_gen.append(tokens / (time.perf_counter() - t0))
         got = [model.forward.forward(ids, 0)]
+        settle()
         t0 = time.perf_counter()
         for i, tok in enumerate(toks[:-1]):
             got.append(model.forward.forward([tok], len(ids) + i))
@@ -115,9 +124,11 @@ def compare(path, forward, target, threads, tokens):
           f"of its spread; largest logit difference {worst:.4f} of the spread")
     ids = model.tokenizer.encode(LONG)[:64]
     llm.reset()
+    settle()
     t0 = time.perf_counter()
     llm.eval(ids)
     llm_prompt = len(ids) / (time.perf_counter() - t0)
+    settle()
     t0 = time.perf_counter()
     model.forward.forward(ids, 0)
     ours_prompt = len(ids) / (time.perf_counter() - t0)
