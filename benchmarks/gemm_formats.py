@@ -20,7 +20,6 @@ result is checked bit for bit against the interpreter on a small shape per pair 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import statistics
 import sys
@@ -32,8 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ninfer_ir as I  # noqa: E402
 from ninfer_ir.ops_select import PAIRS_BY_STEM  # noqa: E402
-from gemv_formats import GGML_TYPE_F32, GGML_TYPES, random_weights  # noqa: E402
-from gemv_q4k import (THREADS, _InitParams, let_pool_sleep, load_ggml,  # noqa: E402
+from gemv_formats import GGML_TYPES, GgmlGemv, random_weights  # noqa: E402
+from gemv_q4k import (THREADS, let_pool_sleep, load_ggml,  # noqa: E402
                       machine_line, time_interleaved)
 from gemm_q4k import _cpu_timed  # noqa: E402
 
@@ -54,45 +53,6 @@ def gemm_kernel(pair):
                 y[m, n] = I.quantized_dot(w[n], xq, lhs_format=lhs, rhs_format=rhs,
                                           acc_dtype=I.f32)
     return gemm
-
-
-class GgmlGemm:
-    """``ggml_mul_mat`` of one weight matrix of a ggml type and M f32 rows."""
-
-    def __init__(self, g, ggml_type, w, x, threads):
-        self.g = g
-        n = w.shape[0]
-        m, k = x.shape[0], x[0].size
-        size = w.nbytes + 4 * m * (n + k) + 4 * g.tensor_overhead() + g.graph_overhead() \
-            + (1 << 20)
-        self.ctx = g.init(_InitParams(size, None, False))
-        if not self.ctx:
-            raise MemoryError("ggml_init failed")
-        a = g.new_tensor_2d(self.ctx, ggml_type, k, n)
-        ctypes.memmove(g.get_data(a), np.ascontiguousarray(w).ctypes.data, w.nbytes)
-        b = g.new_tensor_2d(self.ctx, GGML_TYPE_F32, k, m)
-        ctypes.memmove(g.get_data(b), np.ascontiguousarray(x).ctypes.data, 4 * m * k)
-        self.c = g.mul_mat(self.ctx, a, b)
-        self.graph = g.new_graph(self.ctx)
-        g.build_forward_expand(self.graph, self.c)
-        params = (ctypes.c_uint8 * 4096)()
-        g.params_init(params, threads)
-        self.pool = g.threadpool_new(params)
-        self.plan = g.graph_plan(self.graph, threads, self.pool)
-        self.work = (ctypes.c_uint8 * max(1, self.plan.work_size))()
-        self.plan.work_data = ctypes.addressof(self.work)
-
-    def __call__(self):
-        if self.g.graph_compute(self.graph, ctypes.byref(self.plan)) != 0:
-            raise RuntimeError("ggml_graph_compute failed")
-
-    def pause(self):
-        self.g.threadpool_pause(self.pool)
-
-    def close(self):
-        self.g.threadpool_pause(self.pool)
-        self.g.threadpool_free(self.pool)
-        self.g.free(self.ctx)
 
 
 def check(kernel, pair, rng):
@@ -144,7 +104,7 @@ def main(argv=None):
                 settle = [let_pool_sleep]
                 peer = None
                 if ggml is not None:
-                    peer = GgmlGemm(ggml, GGML_TYPES[pair.lhs.name], w, x, t)
+                    peer = GgmlGemv(ggml, GGML_TYPES[pair.lhs.name], w, x, t)
                     groups["ggml"] = [peer]
                     settle = [let_pool_sleep, peer.pause]
                 cpu = {name: [] for name in groups}

@@ -96,21 +96,23 @@ def without_library(lowered):
 
 
 class GgmlGemv:
-    """``ggml_mul_mat`` of one weight matrix of a ggml type and an f32 vector."""
+    """``ggml_mul_mat`` of one weight matrix of a ggml type and an f32 vector, or M f32
+    rows when ``x`` is two-dimensional."""
 
     def __init__(self, g, ggml_type, w, x, threads):
         from gemv_q4k import _InitParams
         self.g = g
-        n, groups, _ = w.shape
-        k = x.size
-        size = w.nbytes + 4 * (n + k) + 4 * g.tensor_overhead() + g.graph_overhead() + (1 << 20)
+        n = w.shape[0]
+        m, k = (1, x.size) if x.ndim == 1 else (x.shape[0], x[0].size)
+        size = w.nbytes + 4 * m * (n + k) + 4 * g.tensor_overhead() + g.graph_overhead() \
+            + (1 << 20)
         self.ctx = g.init(_InitParams(size, None, False))
         if not self.ctx:
             raise MemoryError("ggml_init failed")
         a = g.new_tensor_2d(self.ctx, ggml_type, k, n)
         ctypes.memmove(g.get_data(a), np.ascontiguousarray(w).ctypes.data, w.nbytes)
-        b = g.new_tensor_2d(self.ctx, GGML_TYPE_F32, k, 1)
-        ctypes.memmove(g.get_data(b), np.ascontiguousarray(x).ctypes.data, 4 * k)
+        b = g.new_tensor_2d(self.ctx, GGML_TYPE_F32, k, m)
+        ctypes.memmove(g.get_data(b), np.ascontiguousarray(x).ctypes.data, 4 * m * k)
         self.c, self.n = g.mul_mat(self.ctx, a, b), n
         self.graph = g.new_graph(self.ctx)
         g.build_forward_expand(self.graph, self.c)
