@@ -63,10 +63,11 @@ from functools import lru_cache
 
 import llvmlite.ir as ir
 
+from ninfer_ir.backends.llvm.gen.emitter import carried_loop
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, F32P, I8, I8P, I16, I32, I64, const,
                                                  entry_alloca, for_range, half_bits_to_float,
                                                  i32, i64, intrinsic, load, shuffle, splat,
-                                                 store, vec, zero)
+                                                 vec, zero)
 
 __all__ = ["GEMM_TYPE", "ENV_WORDS", "add_gemm", "add_gemm_par", "gemm_name", "Blocking",
            "blocking", "Codes", "Tile", "transpose", "bcast"]
@@ -287,34 +288,6 @@ def _group_sums(b, ops, scheme, tile, code_base, xs, R):
     return subs
 
 
-def _phi_loop(b, fn, count, carried, body, name):
-    """``for t in range(count)`` carrying the values ``carried``; ``body(t, values)``
-    returns the next values; returns the final ones."""
-    pre = b.block
-    head = fn.append_basic_block(f"{name}.head")
-    loop = fn.append_basic_block(f"{name}.body")
-    done = fn.append_basic_block(f"{name}.done")
-    b.branch(head)
-    b.position_at_end(head)
-    t = b.phi(I64, name=name)
-    t.add_incoming(i64(0), pre)
-    phis = []
-    for v in carried:
-        phi = b.phi(v.type)
-        phi.add_incoming(v, pre)
-        phis.append(phi)
-    b.cbranch(b.icmp_signed("<", t, count), loop, done)
-    b.position_at_end(loop)
-    nxt = body(t, phis)
-    latch = b.block
-    t.add_incoming(b.add(t, i64(1)), latch)
-    for phi, v in zip(phis, nxt):
-        phi.add_incoming(v, latch)
-    b.branch(head)
-    b.position_at_end(done)
-    return phis
-
-
 def _acc_slot(b, ops, acc_ptr, blk, i, r):
     return b.bitcast(b.gep(acc_ptr, [i64(i * blk.block + r * ops.lanes)]), ops.vf.as_pointer())
 
@@ -339,7 +312,8 @@ def micro_kquant(b, fn, ops, blk, scheme, tile, tp, xrows, acc_ptr, first, nrec,
                       for r in range(R)]
             out = [b.add(out[k], b.mul(subs[k], scales[k // cols])) for k in range(R * cols)]
         return out
-    sums = _phi_loop(b, fn, i64(scheme.groups // per), [zero(ops.vi)] * (R * cols), body, "t")
+    sums = carried_loop(b, fn, i64(0), i64(scheme.groups // per), [zero(ops.vi)] * (R * cols),
+                        body, "t", "t")
     for i in range(cols):
         values = scheme.values(b, ops, tile, tp, xrows[i], sums[i::cols])
         for r, v in enumerate(values):
@@ -365,7 +339,7 @@ def micro_blocks(b, fn, ops, blk, scheme, tile, tp, xrows, acc_ptr, first, nrec,
         start = b.and_(first, b.icmp_signed("==", k, i64(0)))
         values = scheme.values(b, ops, tile, tbase, xrecs, subs)
         return [b.select(start, v, b.fadd(a, v)) for a, v in zip(accs, values)]
-    accs = _phi_loop(b, fn, nrec, olds, body, "k")
+    accs = carried_loop(b, fn, i64(0), nrec, olds, body, "k", "k")
     for p, v in zip(slots, accs):
         b.store(v, p, align=4)
 
