@@ -111,15 +111,20 @@ def _kernels_module(name: str):
 
 def add_kernels_for(module: ir.Module, isa: str, pairs=(), targets=()) -> dict[str, ir.Function]:
     """Add the kernels of the given dot pairs (dot and rows) and quantize targets of the
-    closed tables, each from the module the table names; returns them by name."""
+    closed tables, each from the module the table names; returns them by name. A kernel
+    already in ``module`` is returned as it is."""
     _check_isa(isa)
     out = {}
+
+    def add(name, build):
+        out[name] = module.globals[name] if name in module.globals else build()
+
     for target in targets:
-        out[target.cpu] = _kernels_module(target.cpu_module).add_quantize(module, isa)
+        add(target.cpu, lambda: _kernels_module(target.cpu_module).add_quantize(module, isa))
     for pair in pairs:
         kernels = _kernels_module(pair.cpu_module)
-        out[pair.cpu_rows] = kernels.add_rows(module, isa, pair)
-        out[pair.cpu_dot] = kernels.add_dot(module, isa, pair)
+        add(pair.cpu_rows, lambda: kernels.add_rows(module, isa, pair))
+        add(pair.cpu_dot, lambda: kernels.add_dot(module, isa, pair))
     return out
 
 
