@@ -9,7 +9,7 @@ import numpy as np
 from ninfer_ir.types import f16, f32
 
 from .core import IRContext, NumpyContext, bits_const, select
-from .functions import FUNCTIONS, QNAN
+from .functions import FUNCTIONS, HANDLES_NAN, QNAN
 
 __all__ = ["FUNCTIONS", "apply", "evaluate", "expand"]
 
@@ -20,7 +20,8 @@ def apply(fn: str, x):
     t = x.t
     x32 = x.cast(f32)
     r = FUNCTIONS[fn](x32)
-    r = select(x32.ne(x32), bits_const(x.c, QNAN, f32), r)
+    if fn not in HANDLES_NAN:
+        r = select(x32.ne(x32), bits_const(x.c, QNAN, f32), r)
     return r.cast(t) if t is f16 else r
 
 

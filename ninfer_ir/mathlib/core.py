@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ninfer_ir.dense import Dense
 from ninfer_ir.numerics import semantics
-from ninfer_ir.types import ScalarType, bool_, f32, f64, from_numpy, i32, i64, index, u32, u64
+from ninfer_ir.types import ScalarType, bool_, f32, f64, i32, i64, u32, u64
 
 
 class Val:
@@ -102,10 +101,6 @@ class NumpyContext:
     def wrap(self, array, t):
         return Val(self, np.asarray(array, dtype=t.np_dtype), t)
 
-    def table(self, values: np.ndarray, idx: Val) -> Val:
-        """Element ``idx`` (an integer Val masked into range) of the constant table."""
-        return Val(self, values[idx.v.astype(np.int64)], from_numpy(values.dtype))
-
     def op(self, name, args, attrs, t):
         vs = [a.v for a in args]
         src = args[-1].t
@@ -144,16 +139,6 @@ class IRContext:
 
     def wrap(self, value, t):
         return Val(self, value, t)
-
-    def table(self, values: np.ndarray, idx: Val) -> Val:
-        """A ``load`` of element ``idx`` from the ``constant_tensor`` of ``values``."""
-        key = ("table", values.dtype.str, values.tobytes())
-        data = self.consts.get(key)
-        if data is None:
-            data = self.consts[key] = self.b.value("constant_tensor",
-                                                   value=Dense.from_array(values))
-        t = from_numpy(values.dtype)
-        return Val(self, self.b.value("load", data, idx.cast(index).v), t)
 
     def op(self, name, args, attrs, t):
         return Val(self, self.b.value(name, *[a.v for a in args], **attrs), t)
