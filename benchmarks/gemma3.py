@@ -156,7 +156,9 @@ def breakdown(path, threads):
     plain = KernelForward.kernel
     KernelForward.kernel = lambda self, k: timed(k.name, plain(self, k))
     try:
-        f = KernelForward(GGUFFile(path), threads=threads, max_context=512)
+        g = GGUFFile(path)
+        g.load_tensors()                               # as Gemma3 does by default
+        f = KernelForward(g, threads=threads, max_context=512)
     finally:
         KernelForward.kernel = plain
     ids = list(range(1000, 1064))
