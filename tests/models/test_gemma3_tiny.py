@@ -174,8 +174,10 @@ def test_loaded_tensors_are_the_stored_bytes_in_process_memory(path, interp_logi
         mapped.string_array("tokenizer.ggml.tokens")          # metadata still read from the map
     got = KernelForward(loaded, target="cpu", threads=2).forward(TOKENS[:4], 0)
     assert np.array_equal(got.view(np.uint32), interp_logits[0].view(np.uint32))
-    m = Gemma3(path, forward="reference", weights="map")
+    m = Gemma3(path, forward="reference")                    # in place by default
     assert np.shares_memory(m.gguf.tensors["token_embd.weight"].records, m.gguf._buf)
+    m = Gemma3(path, forward="reference", weights="memory")
+    assert not np.shares_memory(m.gguf.tensors["token_embd.weight"].records, m.gguf._buf)
     with pytest.raises(ValueError, match="weights"):
         Gemma3(path, weights="disk")
 

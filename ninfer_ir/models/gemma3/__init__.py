@@ -52,14 +52,14 @@ def cached_gguf(assemble: bool = True) -> Path | None:
 
 
 class Gemma3:
-    """A Gemma 3 model read from ``path`` with its tokenizer. ``weights="memory"`` (the
-    default) reads the tensors into the process's memory as stored
-    (``GGUFFile.load_tensors``: streamed from DRAM faster than through the file map);
-    ``"map"`` reads them through the memory map of the file."""
+    """A Gemma 3 model read from ``path`` with its tokenizer. ``weights="map"`` (the
+    default) uses the tensors in place in the memory map of the file; ``"memory"`` first
+    copies them, as stored, into the process's memory (``GGUFFile.load_tensors``: the
+    same resident size, read from DRAM faster than the map's 4 KB pages)."""
 
     def __init__(self, path, forward: str = "kernels", target: str = "cpu",
                  threads: int | None = None, max_context: int = 4096,
-                 weights: str = "memory"):
+                 weights: str = "map"):
         if forward not in FORWARDS:
             raise ValueError(f"forward must be one of {', '.join(FORWARDS)}, not {forward!r}")
         if weights not in ("memory", "map"):
