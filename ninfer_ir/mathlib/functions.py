@@ -331,16 +331,18 @@ _COS_C = [_h(c) for c in (
 
 
 def _reduce_pio2(x):
-    """|x| = (4j + q) pi/2 + r for a finite f32 ``x``: (q as u64 in 0..3, r as a
-    double-double, |r| <= pi/4). Payne-Hanek: the 24-bit significand times a 128-bit
-    window of 2/pi chosen by the exponent, in exact 32-bit limb arithmetic."""
+    """|x| = (4j + q) pi/2 + r for a finite f32 ``x``: (q as u64 in 0..3, r as an f64,
+    |r| <= pi/4). Payne-Hanek: the 24-bit significand times a 128-bit window of 2/pi
+    chosen by the exponent, in exact 32-bit limb arithmetic. Below 0.78 (biased
+    exponents up to 125, subnormals included) q = 0 and r = |x|, so the window's
+    arithmetic need not be right there."""
     c = x.c
     b = x.bitcast(u32).cast(u64) & 0x7FFFFFFF
     big_e = b >> 23
-    m = select(big_e.eq(0), b & 0x7FFFFF, (b & 0x7FFFFF) | 0x800000)
-    # x = m 2^e, e = max(E, 1) - 150; the window starts at bit e - 1 of 2/pi, which is
-    # bit (e - 1) + 31 = max(E, 1) - 120 of the limbs (clamped: tiny x use another path)
-    pos = (big_e.max(120) - 120)
+    m = (b & 0x7FFFFF) | 0x800000
+    # x = m 2^e, e = E - 150; the window starts at bit e - 1 of 2/pi, which is bit
+    # (e - 1) + 31 = E - 120 of the limbs (for E < 120 pos wraps around: unused)
+    pos = big_e - 120
     q0, sh = pos >> 5, pos & 31
     # pairs of limbs: pairs[k] = limbs k and k + 1 as one 64-bit word
     pairs = [c.const((_TWO_OVER_PI[k] << 32) | _TWO_OVER_PI[k + 1], u64) for k in range(8)]
