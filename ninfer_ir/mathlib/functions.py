@@ -198,7 +198,7 @@ def exp(x):
 
 def exp2(x):
     """x = k + d, |d| <= 1/2 (both exact): 2^x = 2^k e^{2w}, w = d ln2/2."""
-    t = clamp(x.cast(f64), -160.0, 130.0)
+    t = clamp(x, -160.0, 130.0).cast(f64)
     k, n = rne_int(t)
     return _fix(x, _exp_scaled((t - k) * LN2_HALF, n).cast(f32), _EXP2_FIX)
 
@@ -262,7 +262,9 @@ def tanh(x):
     t = tanh(w) = 2wP / 2Q (``_tanh_small``), and tanh(a) = (e^{2a} - 1)/(e^{2a} + 1)
     = (m + 2wP)/(m + 2Q), m = (2^k - 1)/2 (2Q + 2wP): k = 0 gives m = 0 (exactly) and
     t itself, with no cancellation. One division."""
-    a = x.abs().min(10.0).cast(f64)            # tanh(10) rounds to 1 in f32
+    # |x| clamped at 10 (tanh(10) rounds to 1 in f32) as an integer minimum of the bits
+    # (the same order for non-negative floats; a NaN, clamped too, is replaced by ``apply``)
+    a = (x.bitcast(u32) & 0x7FFFFFFF).min(0x41200000).bitcast(f32).cast(f64)
     k, n = rne_int(a * TWO_OVER_LN2)
     h2, q2 = _tanh_small(a - k * LN2_HALF)     # w's rounding error: about 2^-53 a
     m = (pow2(n - 1) - 0.5) * (q2 + h2)        # 2^(k-1) - 1/2 is exact
@@ -359,10 +361,9 @@ def _reduce_pio2(x):
     t = m * w[3]
     l0, t = t & mask, m * w[2] + (t >> 32)
     l1, t = t & mask, m * w[1] + (t >> 32)
-    l2, t = t & mask, m * w[0] + (t >> 32)
-    l3 = t & mask                                 # P = m W; |x| 2/pi = P / 2^126 mod 4
-    quad = l3 >> 30
-    f_hi = ((l3 & 0x3FFFFFFF) << 34) | (l2 << 2) | (l1 >> 30)      # fraction bits, top 64
+    l2, t = t & mask, m * w[0] + (t >> 32)       # P = m W; |x| 2/pi = P / 2^126 mod 4:
+    quad = t >> 30                                # bits 126, 127 of P (and above: masked)
+    f_hi = (t << 34) | (l2 << 2) | (l1 >> 30)     # fraction bits, top 64
     f_lo = ((l1 & 0x3FFFFFFF) << 2) | (l0 >> 30)                   # the next 32
     quad = (quad + (f_hi >> 63)) & 3              # round to the nearest quadrant
     fs = f_hi.bitcast(i64)                        # f - 1 when f >= 1/2
