@@ -58,13 +58,15 @@ def _fix(x, r, table):
 # Inputs at which the f64 evaluation below lies so close to an f32 rounding boundary that
 # it rounds the wrong way (every such input, found by exhaustive search: scripts/check_math.py)
 _EXP_FIX = ()
-_EXP2_FIX = ((0x3b429d37, 0x3f804385), (0xb8d3d026, 0x3f7ffb69), (0xbcf3a937, 0x3f7ac6b1))
+_EXP2_FIX = ((0x3b429d37, 0x3f804385), (0xb8d3d026, 0x3f7ffb69),
+             (0xbcf3a937, 0x3f7ac6b1))
 _LOG_FIX = ((0x3c413d3a, 0xc08e158f), (0x41178feb, 0x400fe5e7), (0x4c5d65a5, 0x418f034b),
             (0x65d890d3, 0x4254d1f9), (0x6f31a8ec, 0x42845a89))
 _LOG2_FIX = ()
 _TANH_FIX = ()
 _SIN_FIX = ((0x46199998, 0xbeb1fa5d),)              # of |x|: the sign is applied after
-_COS_FIX = ((0x5f18b878, 0x3f7f14bb), (0x6115cb11, 0x3f78142f))   # of |x|
+_COS_FIX = ((0x5922aa80, 0x3f08aebf), (0x5f18b878, 0x3f7f14bb),
+            (0x6115cb11, 0x3f78142f))                 # of |x|
 
 
 # -- rounding to integers (exact in f32) ----------------------------------------------
