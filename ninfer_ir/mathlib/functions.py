@@ -1,18 +1,19 @@
 """The f32 math functions, each one fixed algorithm of basic IEEE operations (see
 ``core``). Every function takes and returns an f32 ``Val``; NaN arguments are handled
-by the caller (``mathlib.apply``), which gives the canonical quiet NaN.
+by the caller (``mathlib.apply``), which gives the canonical quiet NaN, except for the
+functions in ``HANDLES_NAN``, which give it themselves.
 
 Method (``exp exp2 log log2 tanh sin cos``): the argument is widened to f64 (exactly),
 reduced exactly, and the function is evaluated in plain f64 with a relative error of
 about 2^-51; its rounding to f32 is the correctly rounded result except where the exact
 value lies that close to an f32 rounding boundary. Those inputs were found by exhaustive
-search and are listed with their results (``_fix``). ``erf`` evaluates a double-double
+search and are listed with their results (``_fix``). ``exp``, ``exp2`` and ``tanh``
+share one rational fit of tanh on a reduced argument (``_tanh_small``). ``erf`` evaluates a double-double
 ``hi + lo`` and rounds it once (``round_dd``). ``sqrt`` and ``rsqrt`` round a Newton
 approximation and correct it with one exact test at the f32 midpoint on its side. The
 rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
-
 
 from .core import (bits_const, clamp, copysign, f32, f64, fast_two_sum, i64, pow2,
                    rne_int, round_dd, select, two_prod, two_sum, u32, u64)
