@@ -146,12 +146,14 @@ def breakdown(path, threads):
     wall, cpu, calls = defaultdict(float), defaultdict(float), defaultdict(int)
 
     def timed(name, run):
-        def call(*args):
+        def call(*args, **named):
             t0, c0 = time.perf_counter(), time.process_time()
-            run(*args)
+            run(*args, **named)
             wall[name] += time.perf_counter() - t0
             cpu[name] += time.process_time() - c0
             calls[name] += 1
+        if hasattr(run, "bind"):                       # the forward pass binds its calls
+            call.bind = lambda *args, **named: timed(name, run.bind(*args, **named))
         return call
     plain = KernelForward.kernel
     KernelForward.kernel = lambda self, k: timed(k.name, plain(self, k))

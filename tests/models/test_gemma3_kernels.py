@@ -74,7 +74,7 @@ CASES = {
          zeros(2, 9), zeros(2, 3), zeros(2, 3), EPS), [5, 6, 7, 8, 9]),
     "qk_rope": lambda: (
         K.qk_rope, (f32(2, 3, 2, 4), f32(2, 1, 2, 4), f32(2, 1, 8), f32(2, 4), f32(2, 4), INV,
-                    zeros(2, 3, 2, 4), zeros(2, 1, 2, 4), zeros(2, 1, 8), np.float32(37),
+                    zeros(2, 3, 2, 4), f32(40, 1, 2, 4), f32(40, 1, 8), 37,
                     np.float32(0.25), EPS), [6, 7, 8]),
     "attention": lambda: (
         K.attention, (f32(3, 4, 16), f32(12, 2, 16), f32(12, 2, 16), zeros(4, 12),
@@ -115,10 +115,14 @@ def test_values_match_the_reference():
                                    rtol=1e-5, atol=1e-5)
 
     q, k, v, qn, kn = f32(2, 3, 8), f32(2, 1, 8), f32(2, 1, 8), f32(8), f32(8)
-    qo, ko, vo = zeros(2, 3, 8), zeros(2, 1, 8), zeros(2, 1, 8)
+    qo, kc, vc = zeros(2, 3, 8), f32(40, 1, 8), f32(40, 1, 8)
+    before = (kc.copy(), vc.copy())
     I.interpret(K.qk_rope, q.reshape(2, 3, 2, 4), k.reshape(2, 1, 2, 4), v, qn.reshape(2, 4),
-                kn.reshape(2, 4), INV, qo.reshape(2, 3, 2, 4), ko.reshape(2, 1, 2, 4), vo,
-                np.float32(37), np.float32(0.25), EPS)
+                kn.reshape(2, 4), INV, qo.reshape(2, 3, 2, 4), kc.reshape(40, 1, 2, 4), vc,
+                37, np.float32(0.25), EPS)
+    ko, vo = kc[37:39], vc[37:39]
+    for cache, old in zip((kc, vc), before):         # only positions 37 and 38 written
+        assert np.array_equal(np.delete(cache, [37, 38], 0), np.delete(old, [37, 38], 0))
     cos, sin = R.rope_tables(np.array([37, 38]), 8, 10000.0)
     for m in range(2):
         c, s = cos[m:m + 1], sin[m:m + 1]

@@ -13,7 +13,7 @@ otherwise. A layer is six kernel calls, each one step of the model:
 * ``attn_in``: the attention norm, the activation quantized once per row, the q, k and
   v projections;
 * ``qk_rope``: the q and k head norms, RoPE (and the query scale), k and v written into
-  the cache slots of the positions;
+  the cache at the positions;
 * ``attention``: causal attention of each row's position over the cache;
 * ``attn_out``: the output projection, the post-attention norm and residual, the FFN norm;
 * ``gate_up``: the gate and up projections (the activation quantized once) with the
@@ -101,19 +101,20 @@ def scale(x: I.Tensor[I.f32, "M", "D"], y: I.Buffer[I.f32, "M", "D"], s: I.f32):
 def qk_rope(q: I.Tensor[I.f32, "M", "H", 2, "P"], k: I.Tensor[I.f32, "M", "KV", 2, "P"],
             v: I.Tensor[I.f32, "M", "KV", "D"], q_norm: I.Tensor[I.f32, 2, "P"],
             k_norm: I.Tensor[I.f32, 2, "P"], inv_freq: I.Tensor[I.f32, "P"],
-            q_out: I.Buffer[I.f32, "M", "H", 2, "P"], k_out: I.Buffer[I.f32, "M", "KV", 2, "P"],
-            v_out: I.Buffer[I.f32, "M", "KV", "D"], pos: I.f32, q_scale: I.f32, eps: I.f32):
+            q_out: I.Buffer[I.f32, "M", "H", 2, "P"],
+            k_cache: I.Buffer[I.f32, "S", "KV", 2, "P"], v_cache: I.Buffer[I.f32, "S", "KV", "D"],
+            pos: I.index, q_scale: I.f32, eps: I.f32):
     """The head norms and RoPE of q (times the query scale) and k of the positions
-    ``pos + m``; k and v stored into their cache slots (``k_out``, ``v_out``)."""
+    ``pos + m``; k and v stored into the cache at those positions."""
     for m in I.range(q.shape[0]):
-        angle = inv_freq * (pos + I.cast(m, I.f32))
+        angle = inv_freq * I.cast(pos + m, I.f32)
         c = I.cos(angle)
         s = I.sin(angle)
         for h in I.range(q.shape[1]):
             norm_rope(q[m, h], q_norm, c, s, q_out[m, h], q_scale, eps)
         for h in I.range(k.shape[1]):
-            norm_rope(k[m, h], k_norm, c, s, k_out[m, h], 1.0, eps)
-    v_out[:] = v
+            norm_rope(k[m, h], k_norm, c, s, k_cache[pos + m, h], 1.0, eps)
+        v_cache[pos + m] = v[m]
 
 
 @I.kernel
