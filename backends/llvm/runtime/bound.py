@@ -102,8 +102,10 @@ class BoundKernel:
             if shaped:
                 want = tuple((axis, sizes.get(d, d)) for axis, d in dims)
                 self._free_arrays.append((i, dtype, rank, want, buffer, (off, rank)))
-            else:
-                self._free_scalars.append((i, dtype, int_range(dtype), off, scalar_bits(dtype)))
+            else:                          # a Python int is its own slot for int64
+                direct = dtype.kind == "i" and dtype.itemsize == 8
+                self._free_scalars.append((i, dtype, int_range(dtype), off, scalar_bits(dtype),
+                                           direct))
         # tensor/buffer pairs with a free side, tested on every call: the free tensors
         # (position in the call) against every buffer, bound tensors against free buffers
         self._free_tensors = [a[0] for a in self._free_arrays if not a[4]]
@@ -113,6 +115,11 @@ class BoundKernel:
                                for k, shaped, buffer, _, rank, _, off in plan
                                if shaped and not buffer and k not in free_set
                                and id(values[k]) not in copied]
+        # no free array and no copy: the descriptor is the template and the free scalars
+        self._simple = not self._free_arrays and not self._copied
+        if self._simple:
+            self._unit = "element" if self._element else "byte"
+            kernel._variant(self._unit)
 
     def __repr__(self):
         return f"<bound @{self.kernel.func.sym_name}, free: {', '.join(self.free) or 'none'}>"
@@ -156,13 +163,46 @@ class BoundKernel:
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != len(self._free):
             return self._named(args, kwargs)
+        if self._simple:
+            unit, entries = self._unit, None
+            slots = self.kernel._slot_type.from_buffer_copy(self._templates[unit])
+        else:
+            prepared = self._arrays(args)
+            if prepared is None:
+                return self.kernel(*self._full(args))
+            slots, unit, entries = prepared
+        for i, dtype, bounds, off, bits, direct in self._free_scalars:
+            x = args[i]
+            if type(x) is int:
+                if bounds is None or not bounds[0] <= x <= bounds[1]:
+                    return self.kernel(*self._full(args))
+                slots[off] = x if direct else bits(x)
+            elif (isinstance(x, np.generic) or (type(x) is np.ndarray and x.ndim == 0)) \
+                    and x.dtype == dtype:
+                slots[off] = bits(x)
+            else:
+                return self.kernel(*self._full(args))
+        kernel = self.kernel
+        lowered, _, fn = kernel._variants.get(unit) or kernel._variant(unit)
+        err = _ERR_BLOCK()
+        status = fn(slots, kernel._parallel(), err)
+        del entries                        # the free arrays and copies, alive until here
+        if status != 0:
+            info = lowered.kernels[kernel.func.sym_name]
+            raise error_for_status(status, list(err), info.checks, info.guards)
+        return None
+
+    def _arrays(self, args):
+        """(descriptor, stride unit, arrays to keep alive) with the free arrays written
+        and the tensors copied that must be, or None when a free array is not one the
+        short check takes."""
         entries = []
         local = None                       # sizes of symbols first seen in a free array
         for i, dtype, rank, want, buffer, slot in self._free_arrays:
             x = args[i]
             if type(x) is not np.ndarray or x.dtype != dtype or x.ndim != rank \
                     or (buffer and not x.flags.writeable):
-                return self.kernel(*self._full(args))
+                return None
             shape = x.shape
             for axis, d in want:
                 if d.__class__ is str:
@@ -170,16 +210,8 @@ class BoundKernel:
                         local = {}
                     d = local.setdefault(d, shape[axis])
                 if d != shape[axis]:
-                    return self.kernel(*self._full(args))
+                    return None
             entries.append((x, slot))
-        for i, dtype, bounds, _, _ in self._free_scalars:
-            x = args[i]
-            if type(x) is int:
-                if bounds is None or not bounds[0] <= x <= bounds[1]:
-                    return self.kernel(*self._full(args))
-            elif not (isinstance(x, np.generic) or (type(x) is np.ndarray and x.ndim == 0)) \
-                    or x.dtype != dtype:
-                return self.kernel(*self._full(args))
         if self._free_arrays:
             entries = self._snapshot(args, entries)
         for x, slot in self._copied:
@@ -187,19 +219,8 @@ class BoundKernel:
         by_element = self._element and element_strides([x for x, _ in entries])
         unit = "element" if by_element else "byte"
         slots = self.kernel._slot_type.from_buffer_copy(self._templates[unit])
-        if entries:
-            write_arrays(slots, entries, by_element)
-        for i, _, _, off, bits in self._free_scalars:
-            slots[off] = bits(args[i])
-        kernel = self.kernel
-        lowered, _, fn = kernel._variants.get(unit) or kernel._variant(unit)
-        err = _ERR_BLOCK()
-        status = fn(slots, kernel._parallel(), err)
-        del entries
-        if status != 0:
-            info = lowered.kernels[kernel.func.sym_name]
-            raise error_for_status(status, list(err), info.checks, info.guards)
-        return None
+        write_arrays(slots, entries, by_element)
+        return slots, unit, entries
 
     def _snapshot(self, args, entries):
         """``entries`` with each tensor that may overlap a buffer, where one of the two

@@ -51,6 +51,15 @@ __all__ = ["CompiledKernel", "compile_module"]
 _KERNEL_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _KEY_VERSION = 1
 _ERR_BLOCK = ctypes.c_int64 * ERR_SLOTS
+_forks = 0                    # forks between the first process and this one
+
+
+def _count_fork() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_count_fork)
 
 
 # The sources whose text decides the LLVM code emitted for a loop-level module: every
@@ -180,7 +189,7 @@ class CompiledKernel:
         self.info = self.lowered.info
         self.threads = (os.cpu_count() or 1) if threads is None else threads
         self.native_threads = native_threads
-        self._par = (None, None)
+        self._par = (-1, None)
         self.report = report
         self.n_outputs = int(func.attrs.get("returns", 0) or 0)
         self._plan = self._plan_params()
@@ -306,12 +315,14 @@ class CompiledKernel:
 
     # --- calling ------------------------------------------------------------------
     def _parallel(self):
-        pid, entry = self._par
-        if pid != os.getpid():
+        """The ``par`` entry of this kernel's parallel loops (None for none), looked up
+        again in a forked child (whose pool starts its own workers)."""
+        forks, entry = self._par
+        if forks != _forks:
             entry = None
             if self.info.bodies and self.threads > 1:
                 entry = par_entry(self.threads, self.native_threads, **self._jit_options)
-            self._par = (os.getpid(), entry)
+            self._par = (_forks, entry)
         return entry
 
     def bind(self, *args, **kwargs) -> BoundKernel:
