@@ -163,9 +163,11 @@ class BoundKernel:
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != len(self._free):
             return self._named(args, kwargs)
-        if self._simple:
-            unit, entries = self._unit, None
-            slots = self.kernel._slot_type.from_buffer_copy(self._templates[unit])
+        if self._simple:                   # the kernel only reads its descriptor: with
+            unit, entries = self._unit, None   # nothing free, every call may share it
+            slots = self._templates[unit]
+            if self._free:
+                slots = self.kernel._slot_type.from_buffer_copy(slots)
         else:
             prepared = self._arrays(args)
             if prepared is None:

@@ -15,8 +15,8 @@ once gives the bits of the prompt read token by token.
 The argument lists of a layer's calls are built once for one row and for a full
 batch (views of the buffers, the weights, the norms and the layer's KV cache) and
 bound once (``CompiledKernel.bind``: checked and packed at binding, docs/backends.md);
-per call only the position changes, and the embedding rows and the last row of a
-batch for ``scale`` and ``logits``. The KV cache is ``[position, layer, kv head, head size]``:
+per call only the position changes (and the row ``logits`` reads: the last of a
+batch). The KV cache is ``[position, layer, kv head, head size]``:
 the positions in use are one contiguous span, so its resident memory grows with
 the context used (numpy asks for huge pages for large arrays; a layer-major cache
 touched at one position in every layer held 2 MB pages in every layer).
@@ -54,7 +54,7 @@ class KernelForward:
         self._compiled: dict = {}
         self._threads = threads
         b, hd = batch, c.head_dim
-        self.h, self.x, self.y = (np.zeros((b, c.width), F32) for _ in range(3))
+        self.emb, self.h, self.x, self.y = (np.zeros((b, c.width), F32) for _ in range(4))
         self.q = np.zeros((b, c.heads * hd), F32)
         self.q_rot, self.att = (np.zeros((b, c.heads, hd), F32) for _ in range(2))
         self.k, self.v = (np.zeros((b, c.kv_heads * hd), F32) for _ in range(2))
@@ -155,10 +155,11 @@ class KernelForward:
         return out
 
     def _bound_calls(self, m: int) -> tuple:
-        """For ``m`` tokens at once: ``scale`` taking the embedding rows, and per layer
-        its six calls bound (``_layer_calls``), qk_rope and attention taking the
-        position."""
-        scale = _bind(self.kernel(K.scale), y=self.h[:m], s=F32(np.sqrt(self.cfg.width)))
+        """For ``m`` tokens at once: ``scale`` (of the embedding rows in ``emb``), and
+        per layer its six calls bound (``_layer_calls``), qk_rope and attention taking
+        the position."""
+        scale = _bind(self.kernel(K.scale), self.emb[:m], self.h[:m],
+                      F32(np.sqrt(self.cfg.width)))
         return scale, [tuple(_bind(k, *args, **named) for k, args, named in layer)
                        for layer in self._layer_calls(m)]
 
@@ -178,7 +179,8 @@ class KernelForward:
         """Every layer on ``tokens`` at positions pos, pos + 1, ... (one row each)."""
         m = len(tokens)
         scale, layers = self._calls.get(m) or self._bound_calls(m)
-        scale(self._w.rows("token_embd.weight", tokens))
+        self.emb[:m] = self._w.rows("token_embd.weight", tokens)
+        scale()
         for attn_in, rope, attention, attn_out, gate_up, ffn_out in layers:
             attn_in()
             rope(pos)
