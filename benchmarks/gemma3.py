@@ -22,7 +22,9 @@ against llama.cpp (llama-cpp-python), and the speed of both.
 ``--breakdown`` instead times each kernel of our forward pass (no llama.cpp): per
 generated token (16 tokens after a short prompt) and per token of a 64-token prompt,
 the wall time and the process CPU time of each kernel's calls (CPU time is the steadier
-figure on a shared machine; at 2 threads it counts both threads).
+figure on a shared machine; at 2 threads it counts both threads). A kernel's time is
+its calls from Python (the launcher included, and the timers' own cost, about 1 us a
+call); "(python)" is the rest of the token's wall time, the Python between the calls.
 
 llama.cpp's CPU matrix products quantize activations (Q8_0 / Q8_K), keep the KV cache
 in f16 and tabulate GELU: small logit differences are expected. Needs the model file
@@ -146,11 +148,14 @@ def breakdown(path, threads):
     wall, cpu, calls = defaultdict(float), defaultdict(float), defaultdict(int)
 
     def timed(name, run):
-        def call(*args, **named):
-            t0, c0 = time.perf_counter(), time.process_time()
+        def call(*args, **named):             # the timers' own cost (about 1 us) is
+            t0 = time.perf_counter()          # inside the kernel's wall time, not in
+            c0 = time.process_time()          # the "(python)" line
             run(*args, **named)
-            wall[name] += time.perf_counter() - t0
-            cpu[name] += time.process_time() - c0
+            c1 = time.process_time()
+            t1 = time.perf_counter()
+            wall[name] += t1 - t0
+            cpu[name] += c1 - c0
             calls[name] += 1
         if hasattr(run, "bind"):                       # the forward pass binds its calls
             call.bind = lambda *args, **named: timed(name, run.bind(*args, **named))

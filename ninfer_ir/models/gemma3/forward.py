@@ -15,8 +15,8 @@ once gives the bits of the prompt read token by token.
 The argument lists of a layer's calls are built once for one row and for a full
 batch (views of the buffers, the weights, the norms and the layer's KV cache) and
 bound once (``CompiledKernel.bind``: checked and packed at binding, docs/backends.md);
-per call only the position changes (and the row ``logits`` reads: the last of a
-batch). The KV cache is ``[position, layer, kv head, head size]``:
+per call only the position changes (and for ``logits`` the row it reads, the last of
+a batch, and the array it writes, returned by ``forward``). The KV cache is ``[position, layer, kv head, head size]``:
 the positions in use are one contiguous span, so its resident memory grows with
 the context used (numpy asks for huge pages for large arrays; a layer-major cache
 touched at one position in every layer held 2 MB pages in every layer).
@@ -60,7 +60,6 @@ class KernelForward:
         self.k, self.v = (np.zeros((b, c.kv_heads * hd), F32) for _ in range(2))
         self.f = np.zeros((b, c.ffn), F32)
         self.scores = np.zeros((c.heads, self.max_context), F32)
-        self.logits = np.zeros(c.vocab, F32)
         shape = (self.max_context, c.blocks, c.kv_heads, hd)
         self.k_cache, self.v_cache = np.zeros(shape, F32), np.zeros(shape, F32)
         self.inv_freq = {base: (base ** (-np.arange(0, hd, 2) / hd)).astype(F32)
@@ -73,7 +72,7 @@ class KernelForward:
                              norm=self._vec("output_norm.weight", -1, self._emb_block),
                              w=self._mat(emb),
                              x=np.zeros((c.width // self._emb_block, self._emb_block), F32),
-                             out=self.logits, eps=self.eps)
+                             eps=self.eps)
         self._calls = {m: self._bound_calls(m) for m in (1, batch)}
 
     def kernel(self, k):
@@ -172,8 +171,9 @@ class KernelForward:
         for at in range(0, len(tokens), self.batch):
             chunk = tokens[at:at + self.batch]
             self._rows(chunk, pos + at)
-        self._logits(self.h[len(chunk) - 1].reshape(-1, self._emb_block))
-        return self.logits.copy()
+        logits = np.empty(self.cfg.vocab, F32)          # written whole by the kernel
+        self._logits(self.h[len(chunk) - 1].reshape(-1, self._emb_block), out=logits)
+        return logits
 
     def _rows(self, tokens: list, pos: int) -> None:
         """Every layer on ``tokens`` at positions pos, pos + 1, ... (one row each)."""
