@@ -61,7 +61,14 @@ def zeros(*shape):
 EPS = np.float32(1e-6)
 INV = (10000.0 ** (-np.arange(0, 8, 2) / 8)).astype(np.float32)
 CASES = {
-    "scale": lambda: (K.scale, (f32(2, 64), zeros(2, 64), np.float32(25.3)), [1]),
+    "embed q8_0": lambda: (
+        K.embed_kernel(I.formats.get("gguf_q8_0")),
+        (np.int32([6, 0, 6]), weights(Q80, 7, 64).reshape(7, -1), zeros(3, 64),
+         np.float32(25.3)), [2]),
+    "embed q6_k": lambda: (
+        K.embed_kernel(I.formats.get("gguf_q6_k")),
+        (np.int32([1, 4]), weights(Q6K, 5, 256).reshape(5, -1), zeros(2, 256),
+         np.float32(16.0)), [2]),
     "attn_in q5_0 q5_0 q8_0": lambda: (
         K.attn_in_kernel(Q50, Q50, Q80),
         (f32(3, 2, 32, s=3), f32(2, 32), weights(Q50, 8, 64), weights(Q50, 5, 64),
@@ -144,6 +151,22 @@ def test_values_match_the_reference():
         p /= p.sum(-1, keepdims=True)
         np.testing.assert_allclose(out[m], np.einsum("hs,shd->hd", p, v[lo:hi][:, kv]),
                                    atol=1e-5)
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_embed_is_the_registry_decode_times_the_scale(target):
+    """Each row: ``ninfer_ir.formats``' decode of the table row, times s in f32 (bits);
+    an id outside the table is an I.DomainError."""
+    fmt = I.formats.get("gguf_q8_0")
+    table = weights(Q80, 7, 64).reshape(7, -1)
+    ids, y, s = np.int32([6, 0, 6, 3]), zeros(4, 64), np.float32(25.3)
+    run = I.compile(K.embed_kernel(fmt), target=target, threads=1)
+    run(ids, table, y, s)
+    want = fmt.decode(table[ids]) * s
+    assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+    for bad in (7, -1):
+        with pytest.raises(I.DomainError, match="token id"):
+            run(np.int32([0, bad, 1, 2]), table, y, s)
 
 
 def test_mixed_activation_formats_are_refused():

@@ -4,7 +4,7 @@ runs in a kernel, on the interpreter or a compiled target, with the same bits.
 
 The tokens of a call go through the layers together, up to ``batch`` at a time (a
 prompt at once, a generated token alone): every kernel takes M rows, one per token.
-Per batch: ``scale`` (the embedding rows, decoded by ``ninfer_ir.formats``, times
+Per batch: ``embed`` (the embedding rows, decoded from the table as stored, times
 sqrt(width)); per layer six calls, ``attn_in``, ``qk_rope``, ``attention``,
 ``attn_out``, ``gate_up``, ``ffn_out``; after the last token of a call, ``logits``
 on the last row (the output norm and the tied output projection, read from the Q8_0
@@ -54,7 +54,8 @@ class KernelForward:
         self._compiled: dict = {}
         self._threads = threads
         b, hd = batch, c.head_dim
-        self.emb, self.h, self.x, self.y = (np.zeros((b, c.width), F32) for _ in range(4))
+        self.h, self.x, self.y = (np.zeros((b, c.width), F32) for _ in range(3))
+        self.ids = np.zeros(b, np.int32)
         self.q = np.zeros((b, c.heads * hd), F32)
         self.q_rot, self.att = (np.zeros((b, c.heads, hd), F32) for _ in range(2))
         self.k, self.v = (np.zeros((b, c.kv_heads * hd), F32) for _ in range(2))
@@ -65,6 +66,12 @@ class KernelForward:
         self.inv_freq = {base: (base ** (-np.arange(0, hd, 2) / hd)).astype(F32)
                          for base in {c.rope_base, c.rope_base_local}}
         self.eps = F32(c.eps)
+        table = gguf.tensors["token_embd.weight"]
+        if table.format is None:
+            raise I.FormatError(f"token_embd.weight: {table.type_name} is not a GGUF block "
+                                f"format, which the embed kernel decodes")
+        self._embed = self.kernel(K.embed_kernel(table.format))
+        self._table = table.records.reshape(table.records.shape[0], -1)  # [vocab, bytes]
         self._plans = [self._plan(i) for i in range(c.blocks)]
         emb = self._w.output_name()
         self._emb_block = K.activation_scheme((self._type(emb),), emb).block
@@ -154,12 +161,11 @@ class KernelForward:
         return out
 
     def _bound_calls(self, m: int) -> tuple:
-        """For ``m`` tokens at once: ``scale`` (of the embedding rows in ``emb``), and
-        per layer its six calls bound (``_layer_calls``), qk_rope and attention taking
-        the position."""
-        scale = _bind(self.kernel(K.scale), self.emb[:m], self.h[:m],
+        """For ``m`` tokens at once: ``embed`` (of the ids in ``ids``), and per layer its
+        six calls bound (``_layer_calls``), qk_rope and attention taking the position."""
+        embed = _bind(self._embed, self.ids[:m], self._table, self.h[:m],
                       F32(np.sqrt(self.cfg.width)))
-        return scale, [tuple(_bind(k, *args, **named) for k, args, named in layer)
+        return embed, [tuple(_bind(k, *args, **named) for k, args, named in layer)
                        for layer in self._layer_calls(m)]
 
     def forward(self, tokens, pos: int) -> np.ndarray:
@@ -178,9 +184,9 @@ class KernelForward:
     def _rows(self, tokens: list, pos: int) -> None:
         """Every layer on ``tokens`` at positions pos, pos + 1, ... (one row each)."""
         m = len(tokens)
-        scale, layers = self._calls.get(m) or self._bound_calls(m)
-        self.emb[:m] = self._w.rows("token_embd.weight", tokens)
-        scale()
+        embed, layers = self._calls.get(m) or self._bound_calls(m)
+        self.ids[:m] = tokens
+        embed()
         for attn_in, rope, attention, attn_out, gate_up, ffn_out in layers:
             attn_in()
             rope(pos)
