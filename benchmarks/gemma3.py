@@ -145,18 +145,15 @@ def breakdown(path, threads):
     from collections import defaultdict
     from ninfer_ir.models.gguf import GGUFFile
     from ninfer_ir.models.gemma3.forward import KernelForward
-    wall, cpu, calls = defaultdict(float), defaultdict(float), defaultdict(int)
+    logs = defaultdict(list)           # per kernel, (wall, CPU) start and end per call
 
     def timed(name, run):
+        log, wall, cpu = logs[name], time.perf_counter, time.process_time
+
         def call(*args, **named):             # the timers' own cost (about 1 us) is
-            t0 = time.perf_counter()          # inside the kernel's wall time, not in
-            c0 = time.process_time()          # the "(python)" line
-            run(*args, **named)
-            c1 = time.process_time()
-            t1 = time.perf_counter()
-            wall[name] += t1 - t0
-            cpu[name] += c1 - c0
-            calls[name] += 1
+            t0, c0 = wall(), cpu()            # inside the kernel's time, not in the
+            run(*args, **named)               # "(python)" line
+            log.append((t0, c0, cpu(), wall()))
         if hasattr(run, "bind"):                       # the forward pass binds its calls
             call.bind = lambda *args, **named: timed(name, run.bind(*args, **named))
         return call
@@ -171,10 +168,14 @@ def breakdown(path, threads):
     for what, run, n in (("generation", lambda: [f.forward([100 + i], 8 + i)
                                                    for i in range(16)], 16),
                          ("64-token prompt", lambda: f.forward(ids, 0), 64)):
-        wall.clear(), cpu.clear(), calls.clear()
+        for log in logs.values():
+            log.clear()
         t0, c0 = time.perf_counter(), time.process_time()
         run()
         t, c = time.perf_counter() - t0, time.process_time() - c0
+        calls = {k: len(log) for k, log in logs.items() if log}
+        wall = {k: sum(e[3] - e[0] for e in logs[k]) for k in calls}
+        cpu = {k: sum(e[2] - e[1] for e in logs[k]) for k in calls}
         print(f"\n{what}, {threads} thread(s): {n / t:.1f} tokens/s ({1e3 * t / n:.2f} ms "
               f"wall, {1e3 * c / n:.2f} ms CPU per token; {n / c:.1f} tokens per CPU second)")
         print(f"  {'kernel':<12} {'calls/token':>11} {'ms/token':>9} {'CPU ms/token':>13}")
