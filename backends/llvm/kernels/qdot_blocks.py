@@ -46,6 +46,7 @@ from ninfer_ir.quant import IQ4_NL_VALUES, PAIRS, DotPair, iq4_nl, q4_0, q5_0, q
 from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, reduce_add,
                                                   store_zero_rows)
 from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
+from ninfer_ir.backends.llvm.kernels.qdot_blocks_vnni import add_rows_vnni
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, TransposeReducer,
                                                  const, const_vec, entry_alloca, for_range,
                                                  half_bits_to_float, i32, i64, intrinsic, load,
@@ -171,14 +172,10 @@ def _name_args(fn, names):
 
 # --- the single dot -------------------------------------------------------------------------
 
-def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
-    """``pair.cpu_dot``: record by record, sequential sum."""
+def _row_sum(b, module, isa, pair, w, w_rec, x, x_rec, count, acc):
+    """Store into ``acc`` (an f32 slot) the dot of one row: record by record, sequential
+    sum (+0.0 for G <= 0)."""
     unsigned_of, bias, value_of = _PAIR_CODE[pair.stem]
-    fn = ir.Function(module, DOT_TYPE, name=pair.cpu_dot)
-    w, w_rec, x, x_rec, count = fn.args
-    _name_args(fn, ("w", "w_rec_stride", "x", "x_rec_stride", "G"))
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    acc = entry_alloca(b, F32, "acc")
     b.store(const(F32, 0.0), acc)                       # the G <= 0 result
     with for_range(b, 0, count, name="g") as g:
         wrec = b.gep(w, [b.mul(g, w_rec)])
@@ -189,6 +186,16 @@ def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
                      _half(b, load(b, xrec, 0, I16), isa))
         first = b.icmp_signed("==", g, i64(0))
         b.store(b.select(first, v, b.fadd(b.load(acc), v)), acc)
+
+
+def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
+    """``pair.cpu_dot``: record by record, sequential sum."""
+    fn = ir.Function(module, DOT_TYPE, name=pair.cpu_dot)
+    w, w_rec, x, x_rec, count = fn.args
+    _name_args(fn, ("w", "w_rec_stride", "x", "x_rec_stride", "G"))
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    acc = entry_alloca(b, F32, "acc")
+    _row_sum(b, module, isa, pair, w, w_rec, x, x_rec, count, acc)
     b.ret(b.load(acc))
     return fn
 
@@ -247,9 +254,20 @@ def _row_pair_core(module, isa, stem, unsigned_of, bias):
     return portable, False
 
 
+def _few_rows(b, module, isa, pair, w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride):
+    """Row by row through ``_row_sum``."""
+    acc = entry_alloca(b, F32, "row")
+    with for_range(b, 0, nrows, name="fr") as r:
+        _row_sum(b, module, isa, pair, b.gep(w, [b.mul(r, w_row)]), w_rec, x, x_rec, count, acc)
+        b.store(b.load(acc), b.gep(y, [b.mul(r, y_stride)]), align=4)
+
+
 def add_rows(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
     """``pair.cpu_rows``: blocks of 16 rows, one lane per row."""
     unsigned_of, bias, value_of = _PAIR_CODE[pair.stem]
+    if isa == "avx512vnni":
+        return add_rows_vnni(module, pair, value_of, lambda b, *args: _few_rows(
+            b, module, isa, pair, *args))
     row_pair_sums, biased = _row_pair_core(module, isa, pair.stem, unsigned_of, bias)
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args

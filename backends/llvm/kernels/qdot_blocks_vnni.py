@@ -1,0 +1,225 @@
+"""The AVX-512 VNNI rows kernel of the 32-element pairs Q4_0/Q5_0/Q8_0/IQ4_NL x Q8_0
+(``pair.cpu_rows``, the GEMV fast path; docs/spec/quantized-gguf.md §4), called by
+``qdot_blocks.add_rows`` for that level.
+
+Work goes in blocks of 16 rows, one record of each row per step; lane i of the float
+stage is row i of the block, and each lane's sum is the sequential fold of its row
+(``acc = acc + v_g`` in record order, the first record by a select). A call with
+fewer than 16 rows takes them row by row (``qdot_blocks._row_sum``); otherwise every
+block holds 16 rows: the last block of a call starts at ``nrows - 16`` and may overlap
+the one before it (those rows are computed again, with the same bits, and stored
+again). So the rows of a block are always ``base + k * w_row_stride``, k = 0..15, and
+the 16 addresses come from a few registers and the addressing modes.
+
+Integers. A step splits the 16 records into four groups, group j holding the records
+of rows j, j + 4, j + 8, j + 12. A group's weight codes are two ``<64 x i8>``: its
+four records' elements 0-15 (128-bit chunk r = the group's r-th record) and their
+elements 16-31, each as an unsigned ``u = c + bias``: Q4_0 the nibble (bias 8), Q5_0
+the nibble plus 16 where the fifth bit is set (16), Q8_0 the stored byte xor 0x80
+(128), IQ4_NL the table value + 128 by ``vpshufb`` (128). The activation's quants
+0-15 and 16-31 are each broadcast to the four chunks, and
+
+    acc_j = vpdpbusd(vpdpbusd(-B, u_low, x_low), u_high, x_high)
+
+where ``B = vpdpbusd(vpdpbusd(0, bias, x_low), bias, x_high)``: lane 4r + k of
+``acc_j`` is ``sum((u - bias) * x) = sum(c * x)`` over the record's elements
+4k .. 4k+3 and 16+4k .. 16+4k+3, exactly (|lane| <= 8 * 128 * 128; ``vpdpbusd``
+wraps, never saturates, and nothing here comes near 2**31). A 4 x 4 transpose of
+in-lane unpacks and adds (``_transpose4``) sums each record's four lanes into lane
+4r + j = row 4r + j: the record's ``S``, exact.
+
+Q5_0's fifth bits: the first eight bytes of every record (d, qh, two quant bytes) are
+loaded as one i64 each into two ``<8 x i64>``; one word permute makes of them, per
+group, the 64 fifth bits of its low codes (qh bits 0-15 of its four records) and of
+its high codes (bits 16-31), which go through a stack slot into mask registers (one
+``kmovq`` load each) and add 16 by a masked ``vpaddb``. The same heads give every
+pair its 16 binary16 ``d`` (one word permute).
+
+Floats, lane-wise, the spec's steps with one rounding each: ``v = (S*d_w)*d_x`` (Q4_0)
+or ``(d_w*d_x)*S`` (the others), ``f32(d)`` by ``vcvtph2ps`` (exact). Each step also
+prefetches 1/G of the next block's rows in address order
+(``prefetch.prefetch_next_block``; hints, no effect on results).
+"""
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from ninfer_ir.quant import IQ4_NL_VALUES, DotPair, q4_0, q5_0, q8_0
+from ninfer_ir.backends.llvm.kernels.qdot import ROWS_TYPE, store_zero_rows
+from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
+from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I16, I32, I64, const_vec,
+                                                 entry_alloca, for_range, i32, i64,
+                                                 intrinsic, load, shuffle, splat, vec, zero)
+
+__all__ = ["add_rows_vnni"]
+
+LANES = 16                  # rows per block (lanes of the float stage)
+GROUPS = 4                  # records per 512-bit vector of codes
+V16B = vec(I8, 16)
+V64B = vec(I8, 64)
+V16I = vec(I32, LANES)
+V16F = vec(F32, LANES)
+V8Q = vec(I64, 8)
+_XQ = q8_0.field("q").start        # 2: the activation quants
+_ROW_ARGS = ("w", "w_row_stride", "w_rec_stride", "x", "x_rec_stride", "G", "nrows", "y",
+             "y_stride")
+
+
+def _opaque(b, v):
+    """``v`` through an empty asm statement: LLVM cannot see what it holds."""
+    return b.call(ir.InlineAsm(ir.FunctionType(v.type, [v.type]), "", "=v,0" if isinstance(
+        v.type, ir.VectorType) else "=r,0"), [v])
+
+
+# --- the codes of a group ----------------------------------------------------------------------
+
+def _four(b, recs, offset):
+    """``<64 x i8>``: the 16 bytes at ``offset`` of each of four records, in order."""
+    parts = [load(b, r, offset, V16B) for r in recs]
+    return shuffle(b, shuffle(b, parts[0], parts[1], range(32)),
+                   shuffle(b, parts[2], parts[3], range(32)), range(64))
+
+
+def _nibbles(b, recs, offset):
+    """Low nibbles (elements 0-15) and high nibbles (16-31) of four records."""
+    v = _four(b, recs, offset)
+    return b.and_(v, splat(I8, 64, 15)), b.lshr(v, splat(I8, 64, 4))
+
+
+def _codes_q4_0(b, recs, masks):
+    return _nibbles(b, recs, q4_0.field("q").start)
+
+
+def _codes_q5_0(b, recs, masks):
+    # 16 through an opaque value: LLVM keeps the add (a masked vpaddb) instead of
+    # turning it into an or and a masked move
+    sixteen = _opaque(b, splat(I8, 64, 16))
+    return tuple(b.select(m, b.add(v, sixteen), v)
+                 for v, m in zip(_nibbles(b, recs, q5_0.field("q").start), masks))
+
+
+def _codes_q8_0(b, recs, masks):
+    start = q8_0.field("q").start
+    return tuple(b.xor(_four(b, recs, start + h), splat(I8, 64, 0x80)) for h in (0, 16))
+
+
+def _codes_iq4_nl(b, recs, masks):
+    pshufb = intrinsic(b.module, "llvm.x86.avx512.pshuf.b.512", V64B, [V64B, V64B])
+    table = const_vec(I8, [v + 128 for v in IQ4_NL_VALUES] * 4)
+    return tuple(b.call(pshufb, [table, v]) for v in _nibbles(b, recs, 2))
+
+
+#: stem -> (the (low, high) unsigned codes of a group, bias)
+_CODES = {"q40_q80": (_codes_q4_0, 8), "q50_q80": (_codes_q5_0, 16),
+          "q80_q80": (_codes_q8_0, 128), "iq4nl_q80": (_codes_iq4_nl, 128)}
+
+
+def _transpose4(b, acc):
+    """``<16 x i32>`` whose lane 4r + j sums lanes 4r .. 4r+3 of ``acc[j]`` (exact):
+    in-lane unpacks of dwords, then of qwords, each followed by an add."""
+    def pick(u, v, lanes):
+        return shuffle(b, u, v, [4 * c + k for c in range(4) for k in lanes])
+    t = [b.add(pick(acc[k], acc[k + 1], (0, 16, 1, 17)),
+               pick(acc[k], acc[k + 1], (2, 18, 3, 19))) for k in (0, 2)]
+    return b.add(pick(t[0], t[1], (0, 1, 16, 17)), pick(t[0], t[1], (2, 3, 18, 19)))
+
+
+# --- a step: one record of 16 rows -----------------------------------------------------------
+
+def _heads(b, row):
+    """The first eight bytes of the 16 records as 32 words of two vectors (rows 0-7, 8-15):
+    word 4k + h of the pair is word h of row k's record."""
+    out = []
+    for half in range(2):
+        v = zero(V8Q)
+        for k in range(8):
+            v = b.insert_element(v, load(b, row(8 * half + k), 0, I64), i32(k))
+        out.append(b.bitcast(v, vec(I16, 32)))
+    return out
+
+
+def _fifth_bit_masks(b, heads, slot):
+    """Per group j, the ``<64 x i1>`` fifth bits of its low codes, then of its high codes:
+    qh is words 1 (bits 0-15) and 2 (bits 16-31) of a Q5_0 record. Through ``slot``
+    (a stack ``<8 x i64>``, read back through an opaque pointer) so that each mask is a
+    ``kmovq`` load rather than a vector extract and a move from a general register."""
+    words = shuffle(b, heads[0], heads[1], [4 * (j + 4 * r) + h for j in range(GROUPS)
+                                            for h in (1, 2) for r in range(4)])
+    b.store(b.bitcast(words, V8Q), slot, align=64)
+    qwords = _opaque(b, b.bitcast(slot, I64.as_pointer()))
+    masks = [b.bitcast(b.load(b.gep(qwords, [i32(k)]), align=8), vec(I1, 64))
+             for k in range(2 * GROUPS)]
+    return [masks[2 * j:2 * j + 2] for j in range(GROUPS)]
+
+
+def _step(b, module, pair, value_of, row, xrec, slot):
+    """v of the 16 records ``row(0..15)`` against the Q8_0 record at ``xrec``."""
+    codes_of, bias = _CODES[pair.stem]
+    dpbusd = intrinsic(module, "llvm.x86.avx512.vpdpbusd.512", V16I, [V16I, V64B, V64B])
+    xs = [load(b, xrec, _XQ + h, V16B) for h in (0, 16)]
+    xs = [shuffle(b, v, v, list(range(16)) * GROUPS) for v in xs]
+    total = zero(V16I)
+    for v in xs:
+        total = b.call(dpbusd, [total, splat(I8, 64, bias), v])
+    start = b.sub(zero(V16I), total)
+    heads = _heads(b, row)
+    masks = (_fifth_bit_masks(b, heads, slot) if pair.stem == "q50_q80"
+             else [None] * GROUPS)
+    accs = []
+    for j in range(GROUPS):
+        low, high = codes_of(b, [row(j + 4 * r) for r in range(4)], masks[j])
+        accs.append(b.call(dpbusd, [b.call(dpbusd, [start, low, xs[0]]), high, xs[1]]))
+    s = b.sitofp(_transpose4(b, accs), V16F)
+    dbits = shuffle(b, heads[0], heads[1], [4 * k for k in range(LANES)])
+    dw = b.fpext(b.bitcast(dbits, vec(F16, LANES)), V16F)
+    dx = b.fpext(load(b, xrec, 0, F16), F32)
+    dxv = shuffle(b, b.insert_element(zero(V16F), dx, i32(0)), zero(V16F), [0] * LANES)
+    return value_of(b, s, dw, dxv)
+
+
+# --- the driver ----------------------------------------------------------------------------
+
+def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows) -> ir.Function:
+    """``pair.cpu_rows`` for the VNNI level. ``value_of(b, S, d_w, d_x)`` is the pair's
+    record value; ``few_rows(b, *args)`` emits the row-by-row loop for fewer than 16 rows
+    (``args``: the function's arguments)."""
+    fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
+    for arg, name in zip(fn.args, _ROW_ARGS):
+        arg.name = name
+    w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    accbuf = entry_alloca(b, V16F, "acc", align=64)
+    slot = entry_alloca(b, V8Q, "masks", align=64)
+    empty, check = fn.append_basic_block("empty"), fn.append_basic_block("check")
+    few, work, done = (fn.append_basic_block(n) for n in ("few", "work", "done"))
+    b.cbranch(b.icmp_signed("<=", count, i64(0)), empty, check)
+    b.position_at_end(empty)
+    store_zero_rows(b, nrows, y, y_stride)
+    b.branch(done)
+    b.position_at_end(check)
+    b.cbranch(b.icmp_signed("<", nrows, i64(LANES)), few, work)
+    b.position_at_end(few)
+    few_rows(b, *fn.args)
+    b.branch(done)
+
+    b.position_at_end(work)
+    last_block = b.sub(nrows, i64(LANES))
+    with for_range(b, 0, nrows, step=LANES, name="r0") as r0:
+        first_row = b.select(b.icmp_signed(">", r0, last_block), last_block, r0)
+        base = b.gep(w, [b.mul(first_row, w_row)])
+        with for_range(b, 0, count, name="g") as g:
+            prefetch_next_block(b, module, base, g, count, count, w_row)
+            rec = b.gep(base, [b.mul(g, w_rec)])
+            v = _step(b, module, pair, value_of, lambda k: b.gep(rec, [b.mul(w_row, i64(k))]),
+                      b.gep(x, [b.mul(g, x_rec)]), slot)
+            first = b.icmp_signed("==", g, i64(0))
+            acc = b.load(accbuf, align=64)
+            b.store(b.select(first, v, b.fadd(acc, v)), accbuf, align=64)
+        acc = b.load(accbuf, align=64)
+        for i in range(LANES):
+            b.store(b.extract_element(acc, i32(i)),
+                    b.gep(y, [b.mul(b.add(first_row, i64(i)), y_stride)]), align=4)
+    b.branch(done)
+    b.position_at_end(done)
+    b.ret_void()
+    return fn
