@@ -45,6 +45,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ninfer_ir.quant import IQ4_NL_VALUES, DotPair, q4_0, q5_0, q8_0
+from ninfer_ir.backends.llvm.runtime.jit import host_target
 from ninfer_ir.backends.llvm.kernels.qdot import ROWS_TYPE, store_zero_rows
 from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I16, I32, I64, const_vec,
@@ -86,24 +87,20 @@ def _nibbles(b, recs, offset):
     return b.and_(v, splat(I8, 64, 15)), b.lshr(v, splat(I8, 64, 4))
 
 
-def _codes_q4_0(b, recs, masks):
+def _codes_q4_0(b, recs, fifth):
     return _nibbles(b, recs, q4_0.field("q").start)
 
 
-def _codes_q5_0(b, recs, masks):
-    # 16 through an opaque value: LLVM keeps the add (a masked vpaddb) instead of
-    # turning it into an or and a masked move
-    sixteen = _opaque(b, splat(I8, 64, 16))
-    return tuple(b.select(m, b.add(v, sixteen), v)
-                 for v, m in zip(_nibbles(b, recs, q5_0.field("q").start), masks))
+def _codes_q5_0(b, recs, fifth):
+    return fifth(*_nibbles(b, recs, q5_0.field("q").start))
 
 
-def _codes_q8_0(b, recs, masks):
+def _codes_q8_0(b, recs, fifth):
     start = q8_0.field("q").start
     return tuple(b.xor(_four(b, recs, start + h), splat(I8, 64, 0x80)) for h in (0, 16))
 
 
-def _codes_iq4_nl(b, recs, masks):
+def _codes_iq4_nl(b, recs, fifth):
     pshufb = intrinsic(b.module, "llvm.x86.avx512.pshuf.b.512", V64B, [V64B, V64B])
     table = const_vec(I8, [v + 128 for v in IQ4_NL_VALUES] * 4)
     return tuple(b.call(pshufb, [table, v]) for v in _nibbles(b, recs, 2))
@@ -138,21 +135,54 @@ def _heads(b, row):
     return out
 
 
-def _fifth_bit_masks(b, heads, slot):
-    """Per group j, the ``<64 x i1>`` fifth bits of its low codes, then of its high codes:
-    qh is words 1 (bits 0-15) and 2 (bits 16-31) of a Q5_0 record. Through ``slot``
-    (a stack ``<8 x i64>``, read back through an opaque pointer) so that each mask is a
-    ``kmovq`` load rather than a vector extract and a move from a general register."""
+def _fifth_bits_vbmi(b, heads):
+    """Per group j, ``fifth(low, high)`` adding 16 to the codes whose fifth bit is set,
+    with ``vpmultishiftqb`` (AVX512_VBMI): a qword permute puts each record's first
+    eight bytes (qh is bits 16-47) in both qwords of its 128-bit chunk, and byte i of the
+    chunk takes the eight bits from 12 + i (low codes: qh bit i at bit 4) or 28 + i
+    (high codes: qh bit 16 + i), of which bit 4 is kept and or-ed in (one
+    ``vpternlogq`` with the and)."""
+    multishift = intrinsic(b.module, "llvm.x86.avx512.pmultishift.qb.512", V64B,
+                           [V64B, V64B])
+    qwords = [b.bitcast(h, V8Q) for h in heads]
+    sixteen = splat(I8, 64, 16)
+
+    def fifth_of(j):
+        src = b.bitcast(shuffle(b, qwords[0], qwords[1], [j + 4 * (q // 2) for q in range(8)]),
+                        V64B)
+
+        def fifth(low, high):
+            return tuple(b.or_(v, b.and_(b.call(multishift, [const_vec(
+                I8, [at + i % 16 for i in range(64)]), src]), sixteen))
+                for v, at in ((low, 12), (high, 28)))
+        return fifth
+    return [fifth_of(j) for j in range(GROUPS)]
+
+
+def _fifth_bits_masks(b, heads, slot):
+    """``_fifth_bits_vbmi`` without VBMI: per group, the 64 fifth bits of its low codes
+    (qh bits 0-15 of its four records) and of its high codes (bits 16-31), by one word
+    permute of the heads, go through ``slot`` (a stack ``<8 x i64>``, read back through
+    an opaque pointer: one ``kmovq`` load per mask rather than a vector extract and a
+    move from a general register) and add 16 by a masked ``vpaddb`` (16 through an
+    opaque value, else LLVM turns the add into an or and a masked move)."""
     words = shuffle(b, heads[0], heads[1], [4 * (j + 4 * r) + h for j in range(GROUPS)
                                             for h in (1, 2) for r in range(4)])
     b.store(b.bitcast(words, V8Q), slot, align=64)
     qwords = _opaque(b, b.bitcast(slot, I64.as_pointer()))
     masks = [b.bitcast(b.load(b.gep(qwords, [i32(k)]), align=8), vec(I1, 64))
              for k in range(2 * GROUPS)]
-    return [masks[2 * j:2 * j + 2] for j in range(GROUPS)]
+    sixteen = _opaque(b, splat(I8, 64, 16))
+
+    def fifth_of(j):
+        def fifth(low, high):
+            return tuple(b.select(m, b.add(v, sixteen), v)
+                         for v, m in zip((low, high), masks[2 * j:2 * j + 2]))
+        return fifth
+    return [fifth_of(j) for j in range(GROUPS)]
 
 
-def _step(b, module, pair, value_of, row, xrec, slot):
+def _step(b, module, pair, vbmi, value_of, row, xrec, slot):
     """v of the 16 records ``row(0..15)`` against the Q8_0 record at ``xrec``."""
     codes_of, bias = _CODES[pair.stem]
     dpbusd = intrinsic(module, "llvm.x86.avx512.vpdpbusd.512", V16I, [V16I, V64B, V64B])
@@ -163,11 +193,15 @@ def _step(b, module, pair, value_of, row, xrec, slot):
         total = b.call(dpbusd, [total, splat(I8, 64, bias), v])
     start = b.sub(zero(V16I), total)
     heads = _heads(b, row)
-    masks = (_fifth_bit_masks(b, heads, slot) if pair.stem == "q50_q80"
-             else [None] * GROUPS)
+    if pair.stem != "q50_q80":
+        fifth = [None] * GROUPS
+    elif vbmi:
+        fifth = _fifth_bits_vbmi(b, heads)
+    else:
+        fifth = _fifth_bits_masks(b, heads, slot)
     accs = []
     for j in range(GROUPS):
-        low, high = codes_of(b, [row(j + 4 * r) for r in range(4)], masks[j])
+        low, high = codes_of(b, [row(j + 4 * r) for r in range(4)], fifth[j])
         accs.append(b.call(dpbusd, [b.call(dpbusd, [start, low, xs[0]]), high, xs[1]]))
     s = b.sitofp(_transpose4(b, accs), V16F)
     dbits = shuffle(b, heads[0], heads[1], [4 * k for k in range(LANES)])
@@ -179,10 +213,14 @@ def _step(b, module, pair, value_of, row, xrec, slot):
 
 # --- the driver ----------------------------------------------------------------------------
 
-def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows) -> ir.Function:
+def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows,
+                  vbmi: bool | None = None) -> ir.Function:
     """``pair.cpu_rows`` for the VNNI level. ``value_of(b, S, d_w, d_x)`` is the pair's
     record value; ``few_rows(b, *args)`` emits the row-by-row loop for fewer than 16 rows
-    (``args``: the function's arguments)."""
+    (``args``: the function's arguments); ``vbmi``: Q5_0's fifth bits by
+    ``vpmultishiftqb`` (default: when the VNNI target has AVX512_VBMI)."""
+    if vbmi is None:
+        vbmi = host_target("avx512vnni").has_feature("avx512vbmi")
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
     for arg, name in zip(fn.args, _ROW_ARGS):
         arg.name = name
@@ -210,7 +248,7 @@ def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows) -> ir.Fu
         with for_range(b, 0, count, name="g") as g:
             prefetch_next_block(b, module, base, g, count, count, w_row)
             rec = b.gep(base, [b.mul(g, w_rec)])
-            v = _step(b, module, pair, value_of, lambda k: b.gep(rec, [b.mul(w_row, i64(k))]),
+            v = _step(b, module, pair, vbmi, value_of, lambda k: b.gep(rec, [b.mul(w_row, i64(k))]),
                       b.gep(x, [b.mul(g, x_rec)]), slot)
             first = b.icmp_signed("==", g, i64(0))
             acc = b.load(accbuf, align=64)
