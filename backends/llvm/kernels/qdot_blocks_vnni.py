@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
-from ninfer_ir.quant import IQ4_NL_VALUES, DotPair, q4_0, q5_0, q8_0
+from ninfer_ir.quant import IQ4_NL_VALUES, DotPair, iq4_nl, q4_0, q5_0, q8_0
 from ninfer_ir.backends.llvm.runtime.jit import host_target
 from ninfer_ir.backends.llvm.kernels.qdot import ROWS_TYPE, store_zero_rows
 from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
@@ -72,7 +72,15 @@ def _opaque(b, v):
         v.type, ir.VectorType) else "=r,0"), [v])
 
 
-# --- the codes of a group ----------------------------------------------------------------------
+# --- the sums of a group --------------------------------------------------------------------
+#
+# A group is the records of rows j, j + 4, j + 8, j + 12; its sums are a <16 x i32> whose
+# 128-bit chunk r holds four lanes that add up to the S of its r-th record.
+
+def _dpbusd(b, acc, u, x):
+    fn = intrinsic(b.module, "llvm.x86.avx512.vpdpbusd.512", V16I, [V16I, V64B, V64B])
+    return b.call(fn, [acc, u, x])
+
 
 def _four(b, recs, offset):
     """``<64 x i8>``: the 16 bytes at ``offset`` of each of four records, in order."""
@@ -81,34 +89,72 @@ def _four(b, recs, offset):
                    shuffle(b, parts[2], parts[3], range(32)), range(64))
 
 
-def _nibbles(b, recs, offset):
-    """Low nibbles (elements 0-15) and high nibbles (16-31) of four records."""
-    v = _four(b, recs, offset)
-    return b.and_(v, splat(I8, 64, 15)), b.lshr(v, splat(I8, 64, 4))
+class _Nibbles:
+    """Q4_0, Q5_0, IQ4_NL: a group's codes are two ``<64 x i8>`` (chunk r = record r's
+    elements 0-15, then 16-31), against the activation's quants 0-15 and 16-31 each
+    broadcast to the four chunks."""
+
+    def __init__(self, bias, offset, unsigned=None):
+        self.bias = bias
+        self.offset = offset            # of the packed nibbles in the record
+        self.unsigned = unsigned        # index -> unsigned code (IQ4_NL), else the nibble
+
+    def x_side(self, b, xrec):
+        """The two activation vectors and the start ``-B`` of every group's sums."""
+        xs = [load(b, xrec, _XQ + h, V16B) for h in (0, 16)]
+        xs = [shuffle(b, v, v, list(range(16)) * GROUPS) for v in xs]
+        total = zero(V16I)
+        for v in xs:
+            total = _dpbusd(b, total, splat(I8, 64, self.bias), v)
+        return xs, b.sub(zero(V16I), total)
+
+    def group(self, b, recs, xs, start, fifth):
+        v = _four(b, recs, self.offset)
+        codes = b.and_(v, splat(I8, 64, 15)), b.lshr(v, splat(I8, 64, 4))
+        if fifth:
+            codes = fifth(*codes)
+        if self.unsigned:
+            codes = [self.unsigned(b, c) for c in codes]
+        return _dpbusd(b, _dpbusd(b, start, codes[0], xs[0]), codes[1], xs[1])
 
 
-def _codes_q4_0(b, recs, fifth):
-    return _nibbles(b, recs, q4_0.field("q").start)
-
-
-def _codes_q5_0(b, recs, fifth):
-    return fifth(*_nibbles(b, recs, q5_0.field("q").start))
-
-
-def _codes_q8_0(b, recs, fifth):
-    start = q8_0.field("q").start
-    return tuple(b.xor(_four(b, recs, start + h), splat(I8, 64, 0x80)) for h in (0, 16))
-
-
-def _codes_iq4_nl(b, recs, fifth):
+def _iq4_nl_unsigned(b, index):
+    """The table value + 128 (1..241) of each index, by ``vpshufb``."""
     pshufb = intrinsic(b.module, "llvm.x86.avx512.pshuf.b.512", V64B, [V64B, V64B])
-    table = const_vec(I8, [v + 128 for v in IQ4_NL_VALUES] * 4)
-    return tuple(b.call(pshufb, [table, v]) for v in _nibbles(b, recs, 2))
+    return b.call(pshufb, [const_vec(I8, [v + 128 for v in IQ4_NL_VALUES] * 4), index])
 
 
-#: stem -> (the (low, high) unsigned codes of a group, bias)
-_CODES = {"q40_q80": (_codes_q4_0, 8), "q50_q80": (_codes_q5_0, 16),
-          "q80_q80": (_codes_q8_0, 128), "iq4nl_q80": (_codes_iq4_nl, 128)}
+class _Bytes:
+    """Q8_0: two records per ``<64 x i8>`` (rows j and j + 4, then j + 8 and j + 12; each
+    32 bytes, one load), unsigned codes ``q xor 0x80`` against the activation's 32 quants
+    twice; the four lanes of a record in each 128-bit chunk of one ``vpdpbusd`` go to the
+    group's sums by two chunk shuffles and an add."""
+
+    bias = 128
+
+    def x_side(self, b, xrec):
+        x = load(b, xrec, _XQ, vec(I8, 32))
+        x = shuffle(b, x, x, list(range(32)) * 2)
+        return x, b.sub(zero(V16I), _dpbusd(b, zero(V16I), splat(I8, 64, self.bias), x))
+
+    def group(self, b, recs, x, start, fifth):
+        sums = []
+        for pair in (recs[0:2], recs[2:4]):
+            q = [load(b, r, q8_0.field("q").start, vec(I8, 32)) for r in pair]
+            u = b.xor(shuffle(b, q[0], q[1], range(64)), splat(I8, 64, 0x80))
+            sums.append(_dpbusd(b, start, u, x))
+
+        def chunks(cs):
+            return [4 * c + k for c in cs for k in range(4)]
+        return b.add(shuffle(b, sums[0], sums[1], chunks((0, 2, 4, 6))),
+                     shuffle(b, sums[0], sums[1], chunks((1, 3, 5, 7))))
+
+
+#: stem -> how a group's sums are made
+_GROUPS = {"q40_q80": _Nibbles(8, q4_0.field("q").start),
+           "q50_q80": _Nibbles(16, q5_0.field("q").start),
+           "iq4nl_q80": _Nibbles(128, iq4_nl.field("q").start, _iq4_nl_unsigned),
+           "q80_q80": _Bytes()}
 
 
 def _transpose4(b, acc):
@@ -182,16 +228,10 @@ def _fifth_bits_masks(b, heads, slot):
     return [fifth_of(j) for j in range(GROUPS)]
 
 
-def _step(b, module, pair, vbmi, value_of, row, xrec, slot):
+def _step(b, pair, vbmi, value_of, row, xrec, slot):
     """v of the 16 records ``row(0..15)`` against the Q8_0 record at ``xrec``."""
-    codes_of, bias = _CODES[pair.stem]
-    dpbusd = intrinsic(module, "llvm.x86.avx512.vpdpbusd.512", V16I, [V16I, V64B, V64B])
-    xs = [load(b, xrec, _XQ + h, V16B) for h in (0, 16)]
-    xs = [shuffle(b, v, v, list(range(16)) * GROUPS) for v in xs]
-    total = zero(V16I)
-    for v in xs:
-        total = b.call(dpbusd, [total, splat(I8, 64, bias), v])
-    start = b.sub(zero(V16I), total)
+    kind = _GROUPS[pair.stem]
+    xs, start = kind.x_side(b, xrec)
     heads = _heads(b, row)
     if pair.stem != "q50_q80":
         fifth = [None] * GROUPS
@@ -199,11 +239,9 @@ def _step(b, module, pair, vbmi, value_of, row, xrec, slot):
         fifth = _fifth_bits_vbmi(b, heads)
     else:
         fifth = _fifth_bits_masks(b, heads, slot)
-    accs = []
-    for j in range(GROUPS):
-        low, high = codes_of(b, [row(j + 4 * r) for r in range(4)], fifth[j])
-        accs.append(b.call(dpbusd, [b.call(dpbusd, [start, low, xs[0]]), high, xs[1]]))
-    s = b.sitofp(_transpose4(b, accs), V16F)
+    sums = [kind.group(b, [row(j + 4 * r) for r in range(4)], xs, start, fifth[j])
+            for j in range(GROUPS)]
+    s = b.sitofp(_transpose4(b, sums), V16F)
     dbits = shuffle(b, heads[0], heads[1], [4 * k for k in range(LANES)])
     dw = b.fpext(b.bitcast(dbits, vec(F16, LANES)), V16F)
     dx = b.fpext(load(b, xrec, 0, F16), F32)
@@ -248,7 +286,7 @@ def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows,
         with for_range(b, 0, count, name="g") as g:
             prefetch_next_block(b, module, base, g, count, count, w_row)
             rec = b.gep(base, [b.mul(g, w_rec)])
-            v = _step(b, module, pair, vbmi, value_of, lambda k: b.gep(rec, [b.mul(w_row, i64(k))]),
+            v = _step(b, pair, vbmi, value_of, lambda k: b.gep(rec, [b.mul(w_row, i64(k))]),
                       b.gep(x, [b.mul(g, x_rec)]), slot)
             first = b.icmp_signed("==", g, i64(0))
             acc = b.load(accbuf, align=64)
