@@ -249,6 +249,22 @@ def _step(b, pair, vbmi, value_of, row, xrec, slot):
     return value_of(b, s, dw, dxv)
 
 
+def _rows_at(b, rec, w_row, odd):
+    """``row(k)``: the record of row k (0..15) at ``rec + k * w_row``, as an address mode
+    ``base + index * scale``: base ``rec`` for rows 0-7 and ``rec + 8 * w_row`` (opaque,
+    so LLVM does not fold it back into 16 row offsets that spill) for rows 8-15, index
+    ``w_row`` or ``odd[3, 5, 7]`` scaled by 1, 2, 4 (6 = 3 * 2)."""
+    bases = [rec, _opaque(b, b.gep(rec, [b.shl(w_row, i64(3))]))]
+
+    def row(k):
+        base, k = bases[k // 8], k % 8
+        if k == 0:
+            return base
+        index, scale = (w_row, k) if k in (1, 2, 4) else (odd[3], 2) if k == 6 else (odd[k], 1)
+        return b.gep(base, [index if scale == 1 else b.shl(index, i64(scale.bit_length() - 1))])
+    return row
+
+
 # --- the driver ----------------------------------------------------------------------------
 
 def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows,
@@ -280,13 +296,14 @@ def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows,
 
     b.position_at_end(work)
     last_block = b.sub(nrows, i64(LANES))
+    odd = {k: b.mul(w_row, i64(k)) for k in (3, 5, 7)}      # 3, 5 and 7 row strides
     with for_range(b, 0, nrows, step=LANES, name="r0") as r0:
         first_row = b.select(b.icmp_signed(">", r0, last_block), last_block, r0)
         base = b.gep(w, [b.mul(first_row, w_row)])
         with for_range(b, 0, count, name="g") as g:
             prefetch_next_block(b, module, base, g, count, count, w_row)
             rec = b.gep(base, [b.mul(g, w_rec)])
-            v = _step(b, pair, vbmi, value_of, lambda k: b.gep(rec, [b.mul(w_row, i64(k))]),
+            v = _step(b, pair, vbmi, value_of, _rows_at(b, rec, w_row, odd),
                       b.gep(x, [b.mul(g, x_rec)]), slot)
             first = b.icmp_signed("==", g, i64(0))
             acc = b.load(accbuf, align=64)
