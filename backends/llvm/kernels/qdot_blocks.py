@@ -262,12 +262,14 @@ def _few_rows(b, module, isa, pair, w, w_row, w_rec, x, x_rec, count, nrows, y, 
         b.store(b.load(acc), b.gep(y, [b.mul(r, y_stride)]), align=4)
 
 
-def add_rows(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
-    """``pair.cpu_rows``: blocks of 16 rows, one lane per row."""
+def add_rows(module: ir.Module, isa: str, pair: DotPair,
+             vbmi: bool | None = None) -> ir.Function:
+    """``pair.cpu_rows``: blocks of 16 rows, one lane per row (``qdot_blocks_vnni`` on the
+    VNNI level; ``vbmi`` as there)."""
     unsigned_of, bias, value_of = _PAIR_CODE[pair.stem]
     if isa == "avx512vnni":
         return add_rows_vnni(module, pair, value_of, lambda b, *args: _few_rows(
-            b, module, isa, pair, *args))
+            b, module, isa, pair, *args), vbmi)
     row_pair_sums, biased = _row_pair_core(module, isa, pair.stem, unsigned_of, bias)
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
