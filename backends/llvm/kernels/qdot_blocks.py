@@ -29,8 +29,12 @@ binary16 scales are widened exactly (``vcvtph2ps`` on x86 levels, integer bit
 assembly on the portable level). A row's result is ``((v0 + v1) + v2) + ...``
 (G = 1 gives v0 itself, G <= 0 gives +0.0).
 
-The rows kernel takes blocks of 16 rows, lane i = row ``r0 + i`` (a short last
-block repeats the last row and does not store it), and walks the records in
+The rows kernel of the VNNI level is ``qdot_blocks_vnni`` (16 rows from base + k *
+stride, four records per vector, the last block overlapping; fewer than 16 rows row by
+row through the single dot's record loop, ``_row_sum``). On the AVX2 and portable
+levels it takes blocks of 16 rows, lane i = row ``r0 + i`` (a short last
+block repeats the last row and does not store it), one ``_row_pair_core`` per two rows
+and a ``qir.TransposeReducer``. Either walks the records in
 order, so each lane's sum is the sequential fold of its row. Each step also prefetches
 1/G of the next block's rows in address order (``prefetch.prefetch_next_block``): with
 short rows (K = 640: 20 records) the walk's 16 per-row streams are too short for the
@@ -203,26 +207,15 @@ def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
 # --- the rows kernel (GEMV) --------------------------------------------------------------------
 
 def _row_pair_core(module, isa, stem, unsigned_of, bias):
-    """``(row_pair_sums(b, rec_a, rec_b, xq) -> <16 x i32>, biased)``: lanes 0-7 hold
+    """(AVX2 and portable levels) ``(row_pair_sums(b, rec_a, rec_b, xq) -> <16 x i32>, biased)``: lanes 0-7 hold
     partial sums of row a's record, lanes 8-15 of row b's, each exact; their total is
     ``S`` or, when ``biased``, ``S + bias * sum(xq)``.
 
-    * avx512vnni: one ``vpdpbusd`` (u8 x i8, four products per lane, no saturation) of
-      both records' unsigned codes against xq twice;
     * avx2: ``vpmaddubsw`` (u8 x i8 pairs into i16: at most 2*31*128 < 2**15, exact) and
       ``vpmaddwd`` by ones for Q4_0 and Q5_0; Q8_0's unsigned codes reach 255, which could
       saturate, so it takes the signed codes widened to i16 and ``vpmaddwd``;
     * portable: signed codes widened to i32, multiplied and added in pairs.
     """
-    if isa == "avx512vnni":
-        dpbusd = intrinsic(module, "llvm.x86.avx512.vpdpbusd.512", V16I,
-                           [V16I, vec(I8, 64), vec(I8, 64)])
-
-        def vnni(b, rec_a, rec_b, xq):
-            u = shuffle(b, unsigned_of(b, rec_a, isa), unsigned_of(b, rec_b, isa),
-                        range(2 * BLOCK))
-            return b.call(dpbusd, [zero(V16I), u, shuffle(b, xq, xq, range(2 * BLOCK))])
-        return vnni, True
     if isa == "avx2":
         maddubs = intrinsic(module, "llvm.x86.avx2.pmadd.ub.sw", vec(I16, 16), [V32B, V32B])
         maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),

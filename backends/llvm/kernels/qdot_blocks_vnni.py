@@ -12,33 +12,52 @@ again). So the rows of a block are always ``base + k * w_row_stride``, k = 0..15
 the 16 addresses come from a few registers and the addressing modes.
 
 Integers. A step splits the 16 records into four groups, group j holding the records
-of rows j, j + 4, j + 8, j + 12. A group's weight codes are two ``<64 x i8>``: its
-four records' elements 0-15 (128-bit chunk r = the group's r-th record) and their
-elements 16-31, each as an unsigned ``u = c + bias``: Q4_0 the nibble (bias 8), Q5_0
-the nibble plus 16 where the fifth bit is set (16), Q8_0 the stored byte xor 0x80
-(128), IQ4_NL the table value + 128 by ``vpshufb`` (128). The activation's quants
-0-15 and 16-31 are each broadcast to the four chunks, and
+of rows j, j + 4, j + 8, j + 12; a group's sums (``_Nibbles.group``, ``_Bytes.group``)
+are a ``<16 x i32>`` whose 128-bit chunk r holds four lanes adding up to ``S`` of the
+group's r-th record. The weight codes are unsigned, ``u = c + bias``: Q4_0 the nibble
+(bias 8), Q5_0 the nibble plus 16 where the fifth bit is set (16), IQ4_NL the table
+value + 128 by ``vpshufb`` (128), Q8_0 the stored byte xor 0x80 (128).
 
-    acc_j = vpdpbusd(vpdpbusd(-B, u_low, x_low), u_high, x_high)
+* Q4_0, Q5_0, IQ4_NL: two ``<64 x i8>`` of codes, chunk r = record r's elements 0-15,
+  then its elements 16-31 (the low and the high nibbles of its 16 quant bytes: one
+  16-byte load per record), against the activation's quants 0-15 and 16-31 each
+  broadcast to the four chunks:
+  ``vpdpbusd(vpdpbusd(-B, u_low, x_low), u_high, x_high)``, where
+  ``B = vpdpbusd(vpdpbusd(0, bias, x_low), bias, x_high)``.
+* Q8_0: two records per ``<64 x i8>`` (rows j and j + 4, then j + 8 and j + 12; one
+  32-byte load each) against the 32 quants twice, ``vpdpbusd(-B, u, x)`` with
+  ``B = vpdpbusd(0, 128, x)``; two chunk shuffles and an add put each record's eight
+  lanes into four of its chunk.
 
-where ``B = vpdpbusd(vpdpbusd(0, bias, x_low), bias, x_high)``: lane 4r + k of
-``acc_j`` is ``sum((u - bias) * x) = sum(c * x)`` over the record's elements
-4k .. 4k+3 and 16+4k .. 16+4k+3, exactly (|lane| <= 8 * 128 * 128; ``vpdpbusd``
-wraps, never saturates, and nothing here comes near 2**31). A 4 x 4 transpose of
-in-lane unpacks and adds (``_transpose4``) sums each record's four lanes into lane
-4r + j = row 4r + j: the record's ``S``, exact.
+Either way a lane is ``sum((u - bias) * x) = sum(c * x)`` over eight elements of one
+record, exactly (|lane| <= 8 * 128 * 128; ``vpdpbusd`` wraps, never saturates, and
+nothing here comes near 2**31). A 4 x 4 transpose of in-lane unpacks and adds
+(``_transpose4``) sums each record's four lanes into lane 4r + j = row 4r + j: the
+record's ``S``, exact.
 
-Q5_0's fifth bits: the first eight bytes of every record (d, qh, two quant bytes) are
-loaded as one i64 each into two ``<8 x i64>``; one word permute makes of them, per
-group, the 64 fifth bits of its low codes (qh bits 0-15 of its four records) and of
-its high codes (bits 16-31), which go through a stack slot into mask registers (one
-``kmovq`` load each) and add 16 by a masked ``vpaddb``. The same heads give every
-pair its 16 binary16 ``d`` (one word permute).
+The first eight bytes of every record (d, then Q5_0's qh) are loaded as one i64 each
+into two ``<8 x i64>`` (the "heads"); one word permute of them gives the 16 binary16
+``d``. Q5_0's fifth bits (``_fifth_bits_vbmi``): a qword permute puts each record's
+head in both qwords of its chunk, and ``vpmultishiftqb`` brings qh bit i (low codes) or
+16 + i (high codes) to bit 4 of byte i, which an and and an or (one ``vpternlogq``) add
+to the nibble. Without AVX512_VBMI (``_fifth_bits_masks``) a word permute of the heads
+makes each group's 64 fifth bits of its low and of its high codes, which go through a
+stack slot into mask registers and add 16 by a masked ``vpaddb`` (measured about 20%
+slower per step on Zen 5: a mask register filled from memory or from a general
+register costs more here than the three vector instructions).
 
 Floats, lane-wise, the spec's steps with one rounding each: ``v = (S*d_w)*d_x`` (Q4_0)
 or ``(d_w*d_x)*S`` (the others), ``f32(d)`` by ``vcvtph2ps`` (exact). Each step also
 prefetches 1/G of the next block's rows in address order
 (``prefetch.prefetch_next_block``; hints, no effect on results).
+
+Measured (docs/cpu-performance-notes.md, "The 32-element rows kernel on AVX-512 VNNI"):
+one thread, weights hot, K = 640, Zen 5 (machine shared): Q5_0 52-60 Gmac/s (the
+previous kernel 33-36: 16 row pointers spilled per step, 15 ``vpinsrw`` for the scales,
+mask registers by ``kunpckdq``, an eight-vector transpose-reduce), Q8_0 50-61 (47-56),
+Q4_0 and IQ4_NL about 58-61 (39-41). What did not pay: ``vpgatherqq`` for the heads
+(two per step cost more than the 16 loads and inserts: microcoded), ``vpinsrw`` for the
+scales (no better than the heads), Q8_0 as four records per vector (twice the inserts).
 """
 from __future__ import annotations
 
