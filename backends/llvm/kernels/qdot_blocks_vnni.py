@@ -189,51 +189,59 @@ def _transpose4(b, acc):
 # --- a step: one record of 16 rows -----------------------------------------------------------
 
 def _heads(b, row):
-    """The first eight bytes of the 16 records as 32 words of two vectors (rows 0-7, 8-15):
-    word 4k + h of the pair is word h of row k's record."""
+    """Per group j, a ``<8 x i64>`` whose chunk r holds the first eight bytes of the
+    record of row j + 4r (d, then Q5_0's qh) twice."""
     out = []
-    for half in range(2):
+    for j in range(GROUPS):
+        parts = [load(b, row(j + 4 * r), 0, I64) for r in range(4)]
         v = zero(V8Q)
-        for k in range(8):
-            v = b.insert_element(v, load(b, row(8 * half + k), 0, I64), i32(k))
-        out.append(b.bitcast(v, vec(I16, 32)))
+        for q in range(8):
+            v = b.insert_element(v, parts[q // 2], i32(q))
+        out.append(v)
     return out
+
+
+def _scales(b, heads):
+    """``<16 x i16>``: the binary16 d of row i in lane i (word 0 of each chunk)."""
+    words = [b.bitcast(h, vec(I16, 32)) for h in heads]
+    firsts = [shuffle(b, words[k], words[k + 1], [8 * r for r in range(4)] +
+                      [32 + 8 * r for r in range(4)]) for k in (0, 2)]
+    by_group = shuffle(b, firsts[0], firsts[1], range(LANES))     # lane 4j + r: row j + 4r
+    return shuffle(b, by_group, by_group, [4 * (i % 4) + i // 4 for i in range(LANES)])
 
 
 def _fifth_bits_vbmi(b, heads):
     """Per group j, ``fifth(low, high)`` adding 16 to the codes whose fifth bit is set,
-    with ``vpmultishiftqb`` (AVX512_VBMI): a qword permute puts each record's first
-    eight bytes (qh is bits 16-47) in both qwords of its 128-bit chunk, and byte i of the
-    chunk takes the eight bits from 12 + i (low codes: qh bit i at bit 4) or 28 + i
-    (high codes: qh bit 16 + i), of which bit 4 is kept and or-ed in (one
-    ``vpternlogq`` with the and)."""
+    with ``vpmultishiftqb`` (AVX512_VBMI) on the group's heads (qh is bits 16-47 of
+    both qwords of a chunk): byte i of a chunk takes the eight bits from 12 + i (low
+    codes: qh bit i lands on bit 4) or 28 + i (high codes: qh bit 16 + i), of which bit 4
+    is kept and or-ed in (one ``vpternlogq`` with the and)."""
     multishift = intrinsic(b.module, "llvm.x86.avx512.pmultishift.qb.512", V64B,
                            [V64B, V64B])
-    qwords = [b.bitcast(h, V8Q) for h in heads]
     sixteen = splat(I8, 64, 16)
 
-    def fifth_of(j):
-        src = b.bitcast(shuffle(b, qwords[0], qwords[1], [j + 4 * (q // 2) for q in range(8)]),
-                        V64B)
-
+    def fifth_of(src):
         def fifth(low, high):
             return tuple(b.or_(v, b.and_(b.call(multishift, [const_vec(
                 I8, [at + i % 16 for i in range(64)]), src]), sixteen))
                 for v, at in ((low, 12), (high, 28)))
         return fifth
-    return [fifth_of(j) for j in range(GROUPS)]
+    return [fifth_of(b.bitcast(h, V64B)) for h in heads]
 
 
 def _fifth_bits_masks(b, heads, slot):
-    """``_fifth_bits_vbmi`` without VBMI: per group, the 64 fifth bits of its low codes
-    (qh bits 0-15 of its four records) and of its high codes (bits 16-31), by one word
-    permute of the heads, go through ``slot`` (a stack ``<8 x i64>``, read back through
-    an opaque pointer: one ``kmovq`` load per mask rather than a vector extract and a
-    move from a general register) and add 16 by a masked ``vpaddb`` (16 through an
-    opaque value, else LLVM turns the add into an or and a masked move)."""
-    words = shuffle(b, heads[0], heads[1], [4 * (j + 4 * r) + h for j in range(GROUPS)
-                                            for h in (1, 2) for r in range(4)])
-    b.store(b.bitcast(words, V8Q), slot, align=64)
+    """``_fifth_bits_vbmi`` without VBMI: word permutes of the heads make, per group, the
+    64 fifth bits of its low codes (qh bits 0-15 of its four records: word 1 of each
+    chunk) and of its high codes (bits 16-31: word 2), which go through ``slot`` (a stack
+    ``<8 x i64>``, read back through an opaque pointer: one ``kmovq`` load per mask
+    rather than a vector extract and a move from a general register) and add 16 by a
+    masked ``vpaddb`` (16 through an opaque value, else LLVM turns the add into an or
+    and a masked move)."""
+    words = [b.bitcast(h, vec(I16, 32)) for h in heads]
+    pairs = [shuffle(b, words[k], words[k + 1], [32 * g + 8 * r + h for g in (0, 1)
+                                                 for h in (1, 2) for r in range(4)])
+             for k in (0, 2)]
+    b.store(b.bitcast(shuffle(b, pairs[0], pairs[1], range(32)), V8Q), slot, align=64)
     qwords = _opaque(b, b.bitcast(slot, I64.as_pointer()))
     masks = [b.bitcast(b.load(b.gep(qwords, [i32(k)]), align=8), vec(I1, 64))
              for k in range(2 * GROUPS)]
@@ -261,8 +269,7 @@ def _step(b, pair, vbmi, value_of, row, xrec, slot):
     sums = [kind.group(b, [row(j + 4 * r) for r in range(4)], xs, start, fifth[j])
             for j in range(GROUPS)]
     s = b.sitofp(_transpose4(b, sums), V16F)
-    dbits = shuffle(b, heads[0], heads[1], [4 * k for k in range(LANES)])
-    dw = b.fpext(b.bitcast(dbits, vec(F16, LANES)), V16F)
+    dw = b.fpext(b.bitcast(_scales(b, heads), vec(F16, LANES)), V16F)
     dx = b.fpext(load(b, xrec, 0, F16), F32)
     dxv = shuffle(b, b.insert_element(zero(V16F), dx, i32(0)), zero(V16F), [0] * LANES)
     return value_of(b, s, dw, dxv)
