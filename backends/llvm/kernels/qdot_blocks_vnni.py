@@ -52,12 +52,14 @@ prefetches 1/G of the next block's rows in address order
 (``prefetch.prefetch_next_block``; hints, no effect on results).
 
 Measured (docs/cpu-performance-notes.md, "The 32-element rows kernel on AVX-512 VNNI"):
-one thread, weights hot, K = 640, Zen 5 (machine shared): Q5_0 52-60 Gmac/s (the
-previous kernel 33-36: 16 row pointers spilled per step, 15 ``vpinsrw`` for the scales,
-mask registers by ``kunpckdq``, an eight-vector transpose-reduce), Q8_0 50-61 (47-56),
-Q4_0 and IQ4_NL about 58-61 (39-41). What did not pay: ``vpgatherqq`` for the heads
-(two per step cost more than the 16 loads and inserts: microcoded), ``vpinsrw`` for the
-scales (no better than the heads), Q8_0 as four records per vector (twice the inserts).
+one thread, weights hot, Zen 5, machine shared, the kernel alone at K = 640, N = 2048:
+Q5_0 56 Gmac/s (the previous kernel 31: 16 row pointers spilled per step, 15
+``vpinsrw`` for the scales, mask registers by ``kunpckdq``, an eight-vector
+transpose-reduce), Q8_0 53 (45), Q4_0 66 (40), IQ4_NL 63 (38); Q5_0 at N = 16384 67
+(35), at K = 4096 63 (35). What did not pay: ``vpgatherqq`` for the heads (two per
+step cost more than the 16 loads and inserts: microcoded), the heads for the scales
+alone (16 word loads are 2-4% faster), Q8_0 as four records per vector (twice the
+inserts).
 """
 from __future__ import annotations
 
