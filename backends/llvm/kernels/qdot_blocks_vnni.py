@@ -67,7 +67,8 @@ import llvmlite.ir as ir
 
 from ninfer_ir.quant import IQ4_NL_VALUES, DotPair, iq4_nl, q4_0, q5_0, q8_0
 from ninfer_ir.backends.llvm.runtime.jit import host_target
-from ninfer_ir.backends.llvm.kernels.qdot import ROWS_TYPE, store_zero_rows
+from ninfer_ir.backends.llvm.kernels.qdot import (ROWS_TYPE, _ROW_ARG_NAMES,
+                                                  store_zero_rows)
 from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I16, I32, I64, const_vec,
                                                  entry_alloca, for_range, i32, i64,
@@ -83,8 +84,6 @@ V16I = vec(I32, LANES)
 V16F = vec(F32, LANES)
 V8Q = vec(I64, 8)
 _XQ = q8_0.field("q").start        # 2: the activation quants
-_ROW_ARGS = ("w", "w_row_stride", "w_rec_stride", "x", "x_rec_stride", "G", "nrows", "y",
-             "y_stride")
 
 
 def _opaque(b, v):
@@ -308,7 +307,7 @@ def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows,
     if vbmi is None:
         vbmi = host_target("avx512vnni").has_feature("avx512vbmi")
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
-    for arg, name in zip(fn.args, _ROW_ARGS):
+    for arg, name in zip(fn.args, _ROW_ARG_NAMES):
         arg.name = name
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
