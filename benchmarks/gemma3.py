@@ -78,11 +78,12 @@ def interp_check(path) -> bool:
     return ok
 
 
-def compare(path, forward, target, threads, tokens):
+def compare(path, forward, target, threads, tokens, weights="map"):
     from llama_cpp import Llama
     llm = Llama(str(path), n_ctx=512, n_threads=threads, n_threads_batch=threads,
                 logits_all=True, verbose=False)
-    model = Gemma3(path, forward=forward, target=target, threads=threads, max_context=512)
+    model = Gemma3(path, forward=forward, target=target, threads=threads, max_context=512,
+                   weights=weights)
     t0 = time.perf_counter()
     model.forward.forward([model.tokenizer.bos_id], 0)
     print(f"\n{model.forward.name}, {threads} thread(s): first call (kernels compiled, "
@@ -138,7 +139,7 @@ def compare(path, forward, target, threads, tokens):
           f"({ours_prompt / llm_prompt:.2f}x)", flush=True)
 
 
-def breakdown(path, threads):
+def breakdown(path, threads, weights="map"):
     """Per-kernel wall and CPU time per token, generation and a 64-token prompt."""
     from collections import defaultdict
     from ninfer_ir.models.gguf import GGUFFile
@@ -156,7 +157,10 @@ def breakdown(path, threads):
     plain = KernelForward.kernel
     KernelForward.kernel = lambda self, k: timed(k.name, plain(self, k))
     try:
-        f = KernelForward(GGUFFile(path), threads=threads, max_context=512)
+        g = GGUFFile(path)
+        if weights == "memory":
+            g.load_tensors()
+        f = KernelForward(g, threads=threads, max_context=512)
     finally:
         KernelForward.kernel = plain
     ids = list(range(1000, 1064))
@@ -188,11 +192,14 @@ def main(argv=None):
     ap.add_argument("--no-interp", action="store_true", help="skip (a)")
     ap.add_argument("--breakdown", action="store_true",
                     help="time each kernel of our forward pass instead (no llama.cpp)")
+    ap.add_argument("--weights", default="map", choices=["map", "memory"],
+                    help="read the weights through the file map (default) or from a copy "
+                         "in memory (Gemma3's weights=)")
     args = ap.parse_args(argv)
     path = args.model or cached_gguf()
     if args.breakdown and path is not None:
         for threads in (int(t) for t in args.threads.split(",")):
-            breakdown(path, threads)
+            breakdown(path, threads, args.weights)
         return 0
     try:
         import llama_cpp  # noqa: F401
@@ -206,7 +213,7 @@ def main(argv=None):
     if args.forward == "kernels" and not args.no_interp:
         ok = interp_check(path)
     for threads in (int(t) for t in args.threads.split(",")):
-        compare(path, args.forward, args.target, threads, args.tokens)
+        compare(path, args.forward, args.target, threads, args.tokens, args.weights)
     return 0 if ok else 1
 
 

@@ -36,6 +36,8 @@ _PLAIN = {0: np.float32, 1: np.float16, 28: np.float64, 24: np.int8, 25: np.int1
 _BF16 = 30
 # arrays longer than this are read on request (string_array / array), not at open
 _EAGER_ARRAY_LIMIT = 64
+_HUGE_PAGE = 2 << 20           # load_tensors keeps tensor addresses modulo this
+_LOAD_CHUNK = 32 << 20         # load_tensors copies (and releases) this much at a time
 
 
 class GGUFError(FormatError):
@@ -77,8 +79,11 @@ class GGUFTensor:
 
     @property
     def data(self) -> np.ndarray:
-        """The tensor's bytes, u8 ``[nbytes]``, a read-only view into the map."""
-        return self._file._buf[self.offset:self.offset + self.nbytes]
+        """The tensor's bytes, u8 ``[nbytes]``, a read-only view into the map (or into
+        the file's tensor memory after ``GGUFFile.load_tensors``)."""
+        f = self._file
+        return f._tensor_buf[self.offset - f._tensor_base:
+                             self.offset - f._tensor_base + self.nbytes]
 
     @property
     def records(self) -> np.ndarray:
@@ -128,6 +133,7 @@ class GGUFFile:
         except OSError as e:
             raise GGUFError(f"{self.path}: cannot read: {e.strerror or e}") from None
         self._buf = np.frombuffer(self._map, dtype=np.uint8)
+        self._tensor_buf, self._tensor_base = self._buf, 0    # tensor bytes: the map
         self.size = size
         self.metadata: dict = {}         # scalars, strings and arrays of <= 64 items
         self._lazy: dict = {}            # key -> (item type, count, offset or string spans)
@@ -288,6 +294,35 @@ class GGUFFile:
         if key not in self._lazy:
             raise GGUFError(f"{self.path}: no metadata array {key!r}")
         return self._lazy[key]
+
+    def load_tensors(self) -> None:
+        """Copy the tensor data into memory of the process, as stored (the same bytes in
+        the same layout, each tensor at the same offset modulo 2 MiB as in the file), and
+        release the map's pages of it as the copy proceeds, so resident memory holds the
+        bytes once. Tensor views taken afterwards read the copy; those taken before keep
+        reading the map. The copy is read-only like the map.
+
+        Why: the map is file cache in 4 KB pages, and streaming a matrix through it is
+        slower than through anonymous memory, which the kernel backs with 2 MiB pages
+        (fewer TLB misses; hardware prefetchers stop at page boundaries): the 262144x640
+        Q8_0 output projection of Gemma 3 270M read 13% faster (1 thread, cold,
+        docs/model.md)."""
+        if self._tensor_buf is not self._buf or not self.tensors:
+            return
+        start = self.data_offset
+        end = max(t.offset + t.nbytes for t in self.tensors.values())
+        raw = np.empty(end - start + _HUGE_PAGE, np.uint8)
+        shift = (start - raw.ctypes.data) % _HUGE_PAGE
+        buf = raw[shift:shift + end - start]
+        release = getattr(self._map, "madvise", None)
+        for at in range(0, end - start, _LOAD_CHUNK):
+            stop = min(at + _LOAD_CHUNK, end - start)
+            buf[at:stop] = self._buf[start + at:start + stop]
+            if release is not None:         # drop the map's pages just read
+                first = (start + at) // mmap.PAGESIZE * mmap.PAGESIZE
+                release(mmap.MADV_DONTNEED, first, start + stop - first)
+        buf.flags.writeable = False
+        self._tensor_buf, self._tensor_base = buf, start
 
     def close(self) -> None:
         """Release the map (views taken from it must not be used afterwards)."""

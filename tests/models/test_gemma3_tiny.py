@@ -158,6 +158,30 @@ def test_quantized_weights_are_used_in_place(gguf_file):
                    for a in args), name
 
 
+def test_loaded_tensors_are_the_stored_bytes_in_process_memory(path, interp_logits):
+    """``load_tensors`` copies every tensor as stored (same bytes, same alignment),
+    read-only, out of the map; the model on loaded weights gives the same bits."""
+    mapped, loaded = GGUFFile(path), GGUFFile(path)
+    loaded.load_tensors()
+    loaded.load_tensors()                                   # a second call changes nothing
+    for name, t in mapped.tensors.items():
+        a, b = t.records, loaded.tensors[name].records
+        assert b.shape == a.shape and b.dtype == a.dtype and not b.flags.writeable, name
+        assert np.array_equal(a.view(np.uint8), b.view(np.uint8)), name
+        assert np.shares_memory(a, mapped._buf) and not np.shares_memory(b, loaded._buf), name
+        assert (b.__array_interface__["data"][0] - t.offset) % 64 == 0, name
+    assert loaded.string_array("tokenizer.ggml.tokens") == \
+        mapped.string_array("tokenizer.ggml.tokens")          # metadata still read from the map
+    got = KernelForward(loaded, target="cpu", threads=2).forward(TOKENS[:4], 0)
+    assert np.array_equal(got.view(np.uint32), interp_logits[0].view(np.uint32))
+    m = Gemma3(path, forward="reference")                    # in place by default
+    assert np.shares_memory(m.gguf.tensors["token_embd.weight"].records, m.gguf._buf)
+    m = Gemma3(path, forward="reference", weights="memory")
+    assert not np.shares_memory(m.gguf.tensors["token_embd.weight"].records, m.gguf._buf)
+    with pytest.raises(ValueError, match="weights"):
+        Gemma3(path, weights="disk")
+
+
 def test_kernels_follow_the_reference(gguf_file, interp_logits):
     """The kernel pass quantizes activations to Q8_K for the Q4_K GEMVs; the reference
     multiplies in float32: the logits agree to a few percent of their spread."""
