@@ -117,12 +117,16 @@ def _shaped(func, k, t, value, symbols, is_array, writable, convert):
 _MISSING = object()
 
 
-def bind_call(func: FuncOp, args, kwargs, is_array, writable, convert=host_array):
+def bind_call(func: FuncOp, args, kwargs, is_array, writable, convert=host_array,
+              partial: bool = False):
     """Check a call like the interpreter does (same messages).
 
     Returns ``(values, symbols, outputs)``: values per parameter (``None`` for the
     outputs to allocate), symbol bindings ``name -> (size, where)`` and the output
     parameter indices to allocate (their shapes follow from ``out_shape``).
+    With ``partial`` the parameters not given are left free rather than missing: their
+    values are ``None``, the third element lists them, and the given ones are checked
+    as in a full call.
     """
     params = func.args
     verify_returns_attr(func)
@@ -141,7 +145,9 @@ def bind_call(func: FuncOp, args, kwargs, is_array, writable, convert=host_array
         slots[k] = value
     missing = [k for k, v in enumerate(slots) if v is _MISSING]
     outputs = list(range(len(params) - n_out, len(params)))
-    if missing and not (n_out and missing == outputs):
+    if partial:
+        outputs = missing
+    elif missing and not (n_out and missing == outputs):
         raise VerifyError(f"@{func.sym_name}: missing "
                           + ", ".join(param_name(func, k) for k in missing))
     outputs = outputs if missing else []

@@ -61,7 +61,14 @@ def zeros(*shape):
 EPS = np.float32(1e-6)
 INV = (10000.0 ** (-np.arange(0, 8, 2) / 8)).astype(np.float32)
 CASES = {
-    "scale": lambda: (K.scale, (f32(2, 64), zeros(2, 64), np.float32(25.3)), [1]),
+    "embed q8_0": lambda: (
+        K.embed_kernel(I.formats.get("gguf_q8_0")),
+        (np.int32([6, 0, 6]), weights(Q80, 7, 64).reshape(7, -1), zeros(3, 64),
+         np.float32(25.3)), [2]),
+    "embed q6_k": lambda: (
+        K.embed_kernel(I.formats.get("gguf_q6_k")),
+        (np.int32([1, 4]), weights(Q6K, 5, 256).reshape(5, -1), zeros(2, 256),
+         np.float32(16.0)), [2]),
     "attn_in q5_0 q5_0 q8_0": lambda: (
         K.attn_in_kernel(Q50, Q50, Q80),
         (f32(3, 2, 32, s=3), f32(2, 32), weights(Q50, 8, 64), weights(Q50, 5, 64),
@@ -74,7 +81,7 @@ CASES = {
          zeros(2, 9), zeros(2, 3), zeros(2, 3), EPS), [5, 6, 7, 8, 9]),
     "qk_rope": lambda: (
         K.qk_rope, (f32(2, 3, 2, 4), f32(2, 1, 2, 4), f32(2, 1, 8), f32(2, 4), f32(2, 4), INV,
-                    zeros(2, 3, 2, 4), zeros(2, 1, 2, 4), zeros(2, 1, 8), np.float32(37),
+                    zeros(2, 3, 2, 4), f32(40, 1, 2, 4), f32(40, 1, 8), 37,
                     np.float32(0.25), EPS), [6, 7, 8]),
     "attention": lambda: (
         K.attention, (f32(3, 4, 16), f32(12, 2, 16), f32(12, 2, 16), zeros(4, 12),
@@ -115,10 +122,14 @@ def test_values_match_the_reference():
                                    rtol=1e-5, atol=1e-5)
 
     q, k, v, qn, kn = f32(2, 3, 8), f32(2, 1, 8), f32(2, 1, 8), f32(8), f32(8)
-    qo, ko, vo = zeros(2, 3, 8), zeros(2, 1, 8), zeros(2, 1, 8)
+    qo, kc, vc = zeros(2, 3, 8), f32(40, 1, 8), f32(40, 1, 8)
+    before = (kc.copy(), vc.copy())
     I.interpret(K.qk_rope, q.reshape(2, 3, 2, 4), k.reshape(2, 1, 2, 4), v, qn.reshape(2, 4),
-                kn.reshape(2, 4), INV, qo.reshape(2, 3, 2, 4), ko.reshape(2, 1, 2, 4), vo,
-                np.float32(37), np.float32(0.25), EPS)
+                kn.reshape(2, 4), INV, qo.reshape(2, 3, 2, 4), kc.reshape(40, 1, 2, 4), vc,
+                37, np.float32(0.25), EPS)
+    ko, vo = kc[37:39], vc[37:39]
+    for cache, old in zip((kc, vc), before):         # only positions 37 and 38 written
+        assert np.array_equal(np.delete(cache, [37, 38], 0), np.delete(old, [37, 38], 0))
     cos, sin = R.rope_tables(np.array([37, 38]), 8, 10000.0)
     for m in range(2):
         c, s = cos[m:m + 1], sin[m:m + 1]
@@ -140,6 +151,22 @@ def test_values_match_the_reference():
         p /= p.sum(-1, keepdims=True)
         np.testing.assert_allclose(out[m], np.einsum("hs,shd->hd", p, v[lo:hi][:, kv]),
                                    atol=1e-5)
+
+
+@pytest.mark.parametrize("target", ["interp", "cpu"])
+def test_embed_is_the_registry_decode_times_the_scale(target):
+    """Each row: ``ninfer_ir.formats``' decode of the table row, times s in f32 (bits);
+    an id outside the table is an I.DomainError."""
+    fmt = I.formats.get("gguf_q8_0")
+    table = weights(Q80, 7, 64).reshape(7, -1)
+    ids, y, s = np.int32([6, 0, 6, 3]), zeros(4, 64), np.float32(25.3)
+    run = I.compile(K.embed_kernel(fmt), target=target, threads=1)
+    run(ids, table, y, s)
+    want = fmt.decode(table[ids]) * s
+    assert np.array_equal(y.view(np.uint32), want.view(np.uint32))
+    for bad in (7, -1):
+        with pytest.raises(I.DomainError, match="token id"):
+            run(np.int32([0, bad, 1, 2]), table, y, s)
 
 
 def test_mixed_activation_formats_are_refused():

@@ -146,8 +146,9 @@ def test_quantized_weights_are_used_in_place(gguf_file):
     """Every matrix (Q4_K, Q6_K, Q5_0, Q8_0; the tied output projection too) is an
     argument of a kernel call as the records in the map: nothing is decoded to float32."""
     f = KernelForward(gguf_file, target="interp")
-    args = [a for layer in f._layer_calls(1) for _, call in layer for a in call]
-    args += list(f._logits[1])
+    args = [a for layer in f._layer_calls(1) for _, call, named in layer
+            for a in (*call, *named.values())]
+    args += list(f._logits.keywords.values())          # on interp a partial call
     mats = {n: t for n, t in gguf_file.tensors.items() if len(t.shape) == 2}
     assert {t.type_name for t in mats.values()} == {"Q4_K", "Q6_K", "Q5_0", "Q8_0"}
     for name, t in mats.items():

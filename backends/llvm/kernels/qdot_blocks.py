@@ -29,8 +29,12 @@ binary16 scales are widened exactly (``vcvtph2ps`` on x86 levels, integer bit
 assembly on the portable level). A row's result is ``((v0 + v1) + v2) + ...``
 (G = 1 gives v0 itself, G <= 0 gives +0.0).
 
-The rows kernel takes blocks of 16 rows, lane i = row ``r0 + i`` (a short last
-block repeats the last row and does not store it), and walks the records in
+The rows kernel of the VNNI level is ``qdot_blocks_vnni`` (16 rows from base + k *
+stride, four records per vector, the last block overlapping; fewer than 16 rows row by
+row through the single dot's record loop, ``_row_sum``). On the AVX2 and portable
+levels it takes blocks of 16 rows, lane i = row ``r0 + i`` (a short last
+block repeats the last row and does not store it), one ``_row_pair_core`` per two rows
+and a ``qir.TransposeReducer``. Either walks the records in
 order, so each lane's sum is the sequential fold of its row. Each step also prefetches
 1/G of the next block's rows in address order (``prefetch.prefetch_next_block``): with
 short rows (K = 640: 20 records) the walk's 16 per-row streams are too short for the
@@ -46,6 +50,7 @@ from ninfer_ir.quant import IQ4_NL_VALUES, PAIRS, DotPair, iq4_nl, q4_0, q5_0, q
 from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, reduce_add,
                                                   store_zero_rows)
 from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
+from ninfer_ir.backends.llvm.kernels.qdot_blocks_vnni import add_rows_vnni
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, TransposeReducer,
                                                  const, const_vec, entry_alloca, for_range,
                                                  half_bits_to_float, i32, i64, intrinsic, load,
@@ -171,14 +176,10 @@ def _name_args(fn, names):
 
 # --- the single dot -------------------------------------------------------------------------
 
-def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
-    """``pair.cpu_dot``: record by record, sequential sum."""
+def _row_sum(b, module, isa, pair, w, w_rec, x, x_rec, count, acc):
+    """Store into ``acc`` (an f32 slot) the dot of one row: record by record, sequential
+    sum (+0.0 for G <= 0)."""
     unsigned_of, bias, value_of = _PAIR_CODE[pair.stem]
-    fn = ir.Function(module, DOT_TYPE, name=pair.cpu_dot)
-    w, w_rec, x, x_rec, count = fn.args
-    _name_args(fn, ("w", "w_rec_stride", "x", "x_rec_stride", "G"))
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    acc = entry_alloca(b, F32, "acc")
     b.store(const(F32, 0.0), acc)                       # the G <= 0 result
     with for_range(b, 0, count, name="g") as g:
         wrec = b.gep(w, [b.mul(g, w_rec)])
@@ -189,6 +190,16 @@ def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
                      _half(b, load(b, xrec, 0, I16), isa))
         first = b.icmp_signed("==", g, i64(0))
         b.store(b.select(first, v, b.fadd(b.load(acc), v)), acc)
+
+
+def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
+    """``pair.cpu_dot``: record by record, sequential sum."""
+    fn = ir.Function(module, DOT_TYPE, name=pair.cpu_dot)
+    w, w_rec, x, x_rec, count = fn.args
+    _name_args(fn, ("w", "w_rec_stride", "x", "x_rec_stride", "G"))
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    acc = entry_alloca(b, F32, "acc")
+    _row_sum(b, module, isa, pair, w, w_rec, x, x_rec, count, acc)
     b.ret(b.load(acc))
     return fn
 
@@ -196,26 +207,15 @@ def add_dot(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
 # --- the rows kernel (GEMV) --------------------------------------------------------------------
 
 def _row_pair_core(module, isa, stem, unsigned_of, bias):
-    """``(row_pair_sums(b, rec_a, rec_b, xq) -> <16 x i32>, biased)``: lanes 0-7 hold
+    """(AVX2 and portable levels) ``(row_pair_sums(b, rec_a, rec_b, xq) -> <16 x i32>, biased)``: lanes 0-7 hold
     partial sums of row a's record, lanes 8-15 of row b's, each exact; their total is
     ``S`` or, when ``biased``, ``S + bias * sum(xq)``.
 
-    * avx512vnni: one ``vpdpbusd`` (u8 x i8, four products per lane, no saturation) of
-      both records' unsigned codes against xq twice;
     * avx2: ``vpmaddubsw`` (u8 x i8 pairs into i16: at most 2*31*128 < 2**15, exact) and
       ``vpmaddwd`` by ones for Q4_0 and Q5_0; Q8_0's unsigned codes reach 255, which could
       saturate, so it takes the signed codes widened to i16 and ``vpmaddwd``;
     * portable: signed codes widened to i32, multiplied and added in pairs.
     """
-    if isa == "avx512vnni":
-        dpbusd = intrinsic(module, "llvm.x86.avx512.vpdpbusd.512", V16I,
-                           [V16I, vec(I8, 64), vec(I8, 64)])
-
-        def vnni(b, rec_a, rec_b, xq):
-            u = shuffle(b, unsigned_of(b, rec_a, isa), unsigned_of(b, rec_b, isa),
-                        range(2 * BLOCK))
-            return b.call(dpbusd, [zero(V16I), u, shuffle(b, xq, xq, range(2 * BLOCK))])
-        return vnni, True
     if isa == "avx2":
         maddubs = intrinsic(module, "llvm.x86.avx2.pmadd.ub.sw", vec(I16, 16), [V32B, V32B])
         maddwd = intrinsic(module, "llvm.x86.avx2.pmadd.wd", vec(I32, 8),
@@ -247,9 +247,22 @@ def _row_pair_core(module, isa, stem, unsigned_of, bias):
     return portable, False
 
 
-def add_rows(module: ir.Module, isa: str, pair: DotPair) -> ir.Function:
-    """``pair.cpu_rows``: blocks of 16 rows, one lane per row."""
+def _few_rows(b, module, isa, pair, w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride):
+    """Row by row through ``_row_sum``."""
+    acc = entry_alloca(b, F32, "row")
+    with for_range(b, 0, nrows, name="fr") as r:
+        _row_sum(b, module, isa, pair, b.gep(w, [b.mul(r, w_row)]), w_rec, x, x_rec, count, acc)
+        b.store(b.load(acc), b.gep(y, [b.mul(r, y_stride)]), align=4)
+
+
+def add_rows(module: ir.Module, isa: str, pair: DotPair,
+             vbmi: bool | None = None) -> ir.Function:
+    """``pair.cpu_rows``: blocks of 16 rows, one lane per row (``qdot_blocks_vnni`` on the
+    VNNI level; ``vbmi`` as there)."""
     unsigned_of, bias, value_of = _PAIR_CODE[pair.stem]
+    if isa == "avx512vnni":
+        return add_rows_vnni(module, pair, value_of, lambda b, *args: _few_rows(
+            b, module, isa, pair, *args), vbmi)
     row_pair_sums, biased = _row_pair_core(module, isa, pair.stem, unsigned_of, bias)
     fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args

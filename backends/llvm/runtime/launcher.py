@@ -13,6 +13,10 @@ code compiled for element strides; any other call uses a second variant, compile
 on first need, that takes byte strides. A tensor parameter whose memory may overlap a buffer parameter is
 copied first, so tensors are values and inputs are never written.
 
+``bind(*args, **kwargs)`` checks and packs some arguments once and returns a callable
+taking the others (``bound.py``): the cost of a call that repeats most of its
+arguments.
+
 The native call releases the GIL. Parallel loops run on ``threads`` threads
 (default ``os.cpu_count()``; 1 runs them in the calling thread). A non-zero status
 becomes the interpreter's error (``status.error_for_status``).
@@ -22,8 +26,6 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
-import sys
-import sysconfig
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,6 +39,9 @@ from ninfer_ir.types import BufferType, ShapedType
 from ninfer_ir.backends.interp.eager import bind_arguments
 
 from ninfer_ir.backends.llvm.gen.codegen import lower_module, slot_layout
+from ninfer_ir.backends.llvm.runtime.bound import BoundKernel
+from ninfer_ir.backends.llvm.runtime.descriptors import (element_strides, int_range,
+                                                          scalar_bits, write_arrays)
 from ninfer_ir.backends.llvm.runtime.jit import JITModule, host_target
 from ninfer_ir.backends.abi import ERR_SLOTS, error_for_status
 from ninfer_ir.backends.llvm.runtime.threads import check_threads, par_entry
@@ -46,67 +51,15 @@ __all__ = ["CompiledKernel", "compile_module"]
 _KERNEL_ARGS = (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _KEY_VERSION = 1
 _ERR_BLOCK = ctypes.c_int64 * ERR_SLOTS
+_forks = 0                    # forks between the first process and this one
 
 
-def _choose_data_address():
-    """A function giving the data address of an ndarray.
-
-    ``ndarray.ctypes.data`` builds a helper object on every use (about 0.8 us). On
-    CPython with numpy's C layout (``PyArrayObject``: the object header, then the
-    ``data`` pointer, the field ``PyArray_DATA`` reads) the address is read from the
-    array object directly; this is used only when it agrees with ``ctypes.data`` on
-    a set of probe views, else ``ctypes.data`` is used."""
-    def slow(x):
-        return x.ctypes.data
-    if sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
-        return slow
-    offset = object.__basicsize__
-    read = ctypes.c_size_t.from_address
-    ndarray = np.ndarray
-
-    def fast(x):
-        return read(id(x) + offset).value if type(x) is ndarray else x.ctypes.data
-    base = np.arange(4 * 6 * 8, dtype=np.float32).reshape(4, 6, 8)
-    probes = [base, base[1:, ::-2, 3], base[::-1], base[2, 3, 4:5], base.T, base[0, 0, 0:0],
-              np.zeros((), np.float64), np.frombuffer(bytes(64), np.uint8, offset=3, count=5),
-              np.zeros(7, np.int8)[1:].view(np.uint8)]
-    try:
-        if all(fast(x) == slow(x) for x in probes):
-            return fast
-    except Exception:
-        pass
-    return slow
+def _count_fork() -> None:
+    global _forks
+    _forks += 1
 
 
-_data_address = _choose_data_address()
-
-
-def _int_range(dtype):
-    """(lowest, highest) of an integer scalar dtype (a plain Python int of that range
-    is taken as it is), or None."""
-    if dtype.kind not in "iu":
-        return None
-    info = np.iinfo(dtype)
-    return int(info.min), int(info.max)
-
-
-def _scalar_bits(dtype):
-    """A function giving a scalar argument of ``dtype`` (a numpy scalar of the dtype,
-    or a Python int in range for an integer dtype) as its descriptor slot: its bits as
-    an unsigned integer of its size, read as a signed 64-bit value."""
-    if dtype.kind in "iub":
-        mask = (1 << (8 * dtype.itemsize)) - 1
-
-        def bits(x):
-            b = int(x) & mask
-            return b - (1 << 64) if b >= 1 << 63 else b
-        return bits
-
-    def bits(x):
-        b = int.from_bytes(x.tobytes(), "little")
-        return b - (1 << 64) if b >= 1 << 63 else b
-    return bits
-
+os.register_at_fork(after_in_child=_count_fork)
 
 
 # The sources whose text decides the LLVM code emitted for a loop-level module: every
@@ -236,15 +189,15 @@ class CompiledKernel:
         self.info = self.lowered.info
         self.threads = (os.cpu_count() or 1) if threads is None else threads
         self.native_threads = native_threads
-        self._par = (None, None)
+        self._par = (-1, None)
         self.report = report
         self.n_outputs = int(func.attrs.get("returns", 0) or 0)
         self._plan = self._plan_params()
         shaped = [p for p in self._plan if p[1]]
         self._shaped_args = [p[0] for p in shaped]
         self._shaped_slots = [(p[6], p[4]) for p in shaped]
-        self._scalars = [(p[0], p[6], _scalar_bits(p[3])) for p in self._plan if not p[1]]
-        self._int_ranges = {p[0]: _int_range(p[3]) for p in self._plan if not p[1]}
+        self._scalars = [(p[0], p[6], scalar_bits(p[3])) for p in self._plan if not p[1]]
+        self._int_ranges = {p[0]: int_range(p[3]) for p in self._plan if not p[1]}
         buffers = [u for u, p in enumerate(shaped) if p[2]]
         # (tensor, buffers it may overlap): such a tensor is copied before the call
         self._alias_pairs = [(t, buffers) for t, p in enumerate(shaped)
@@ -353,40 +306,30 @@ class CompiledKernel:
                     if share(x, xs[u]):
                         xs[t] = x.copy()
                         break
-        by_element = True
-        for x in xs:
-            size = x.itemsize
-            for st in x.strides:
-                if st % size:
-                    by_element = False
-                    break
+        by_element = element_strides(xs)
         slots = self._slot_type()
-        address = _data_address
-        for x, (off, rank) in zip(xs, self._shaped_slots):
-            slots[off] = address(x)
-            if rank == 1:
-                slots[off + 1] = x.shape[0]
-                slots[off + 2] = x.strides[0] // x.itemsize if by_element else x.strides[0]
-            elif rank:
-                slots[off + 1:off + 1 + rank] = x.shape
-                if by_element:
-                    size = x.itemsize
-                    slots[off + 1 + rank:off + 1 + 2 * rank] = [st // size for st in x.strides]
-                else:
-                    slots[off + 1 + rank:off + 1 + 2 * rank] = x.strides
+        write_arrays(slots, zip(xs, self._shaped_slots), by_element)
         for k, off, bits in self._scalars:
             slots[off] = bits(arrays[k])
         return slots, xs, "element" if by_element else "byte"
 
     # --- calling ------------------------------------------------------------------
     def _parallel(self):
-        pid, entry = self._par
-        if pid != os.getpid():
+        """The ``par`` entry of this kernel's parallel loops (None for none), looked up
+        again in a forked child (whose pool starts its own workers)."""
+        forks, entry = self._par
+        if forks != _forks:
             entry = None
             if self.info.bodies and self.threads > 1:
                 entry = par_entry(self.threads, self.native_threads, **self._jit_options)
-            self._par = (os.getpid(), entry)
+            self._par = (_forks, entry)
         return entry
+
+    def bind(self, *args, **kwargs) -> BoundKernel:
+        """The kernel with ``args`` (the first parameters) and ``kwargs`` (by name)
+        checked and bound once; the returned ``BoundKernel`` takes the other parameters
+        per call (``bound.py`` states the contract)."""
+        return BoundKernel(self, args, kwargs)
 
     def __call__(self, *args, **kwargs):
         arrays = None if kwargs else self._fast_bind(args)

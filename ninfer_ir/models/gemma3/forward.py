@@ -4,7 +4,7 @@ runs in a kernel, on the interpreter or a compiled target, with the same bits.
 
 The tokens of a call go through the layers together, up to ``batch`` at a time (a
 prompt at once, a generated token alone): every kernel takes M rows, one per token.
-Per batch: ``scale`` (the embedding rows, decoded by ``ninfer_ir.formats``, times
+Per batch: ``embed`` (the embedding rows, decoded from the table as stored, times
 sqrt(width)); per layer six calls, ``attn_in``, ``qk_rope``, ``attention``,
 ``attn_out``, ``gate_up``, ``ffn_out``; after the last token of a call, ``logits``
 on the last row (the output norm and the tied output projection, read from the Q8_0
@@ -13,13 +13,17 @@ Q5_0, Q8_0). A row's arithmetic is the same whatever the batch, so a prompt read
 once gives the bits of the prompt read token by token.
 
 The argument lists of a layer's calls are built once for one row and for a full
-batch (views of the buffers, the weights and the norms); per call only the
-position and the cache slots change. The KV cache is ``[position, layer, kv head, head size]``:
+batch (views of the buffers, the weights, the norms and the layer's KV cache) and
+bound once (``CompiledKernel.bind``: checked and packed at binding, docs/backends.md);
+per call only the position changes (and for ``logits`` the row it reads, the last of
+a batch, and the array it writes, returned by ``forward``). The KV cache is ``[position, layer, kv head, head size]``:
 the positions in use are one contiguous span, so its resident memory grows with
 the context used (numpy asks for huge pages for large arrays; a layer-major cache
 touched at one position in every layer held 2 MB pages in every layer).
 """
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
@@ -51,26 +55,32 @@ class KernelForward:
         self._threads = threads
         b, hd = batch, c.head_dim
         self.h, self.x, self.y = (np.zeros((b, c.width), F32) for _ in range(3))
+        self.ids = np.zeros(b, np.int32)
         self.q = np.zeros((b, c.heads * hd), F32)
         self.q_rot, self.att = (np.zeros((b, c.heads, hd), F32) for _ in range(2))
         self.k, self.v = (np.zeros((b, c.kv_heads * hd), F32) for _ in range(2))
         self.f = np.zeros((b, c.ffn), F32)
         self.scores = np.zeros((c.heads, self.max_context), F32)
-        self.logits = np.zeros(c.vocab, F32)
         shape = (self.max_context, c.blocks, c.kv_heads, hd)
         self.k_cache, self.v_cache = np.zeros(shape, F32), np.zeros(shape, F32)
         self.inv_freq = {base: (base ** (-np.arange(0, hd, 2) / hd)).astype(F32)
                          for base in {c.rope_base, c.rope_base_local}}
         self.eps = F32(c.eps)
-        self._scale, self._attention = self.kernel(K.scale), self.kernel(K.attention)
+        table = gguf.tensors["token_embd.weight"]
+        if table.format is None:
+            raise I.FormatError(f"token_embd.weight: {table.type_name} is not a GGUF block "
+                                f"format, which the embed kernel decodes")
+        self._embed = self.kernel(K.embed_kernel(table.format))
+        self._table = table.records.reshape(table.records.shape[0], -1)  # [vocab, bytes]
         self._plans = [self._plan(i) for i in range(c.blocks)]
-        self._calls = {1: self._layer_calls(1), batch: self._layer_calls(batch)}
         emb = self._w.output_name()
         self._emb_block = K.activation_scheme((self._type(emb),), emb).block
-        self._logits = (self.kernel(K.logits_kernel(self._type(emb))),
-                        (self._vec("output_norm.weight", -1, self._emb_block), self._mat(emb),
-                         np.zeros((c.width // self._emb_block, self._emb_block), F32),
-                         self.logits, self.eps))
+        self._logits = _bind(self.kernel(K.logits_kernel(self._type(emb))),
+                             norm=self._vec("output_norm.weight", -1, self._emb_block),
+                             w=self._mat(emb),
+                             x=np.zeros((c.width // self._emb_block, self._emb_block), F32),
+                             eps=self.eps)
+        self._calls = {m: self._bound_calls(m) for m in (1, batch)}
 
     def kernel(self, k):
         """``k`` compiled for the target (once), or run by the interpreter."""
@@ -117,30 +127,46 @@ class KernelForward:
             window=c.sliding_window if c.is_local(layer) else self.max_context)
 
     def _layer_calls(self, m: int) -> list:
-        """Per layer, for ``m`` tokens at once: (attn_in, qk_rope, attn_out, gate_up,
-        ffn_out), each (kernel, arguments) with views of the first ``m`` rows of the
-        buffers; qk_rope's arguments lack the cache slots, the position and the last two
-        scalars, added per call."""
+        """Per layer, for ``m`` tokens at once: (attn_in, qk_rope, attention, attn_out,
+        gate_up, ffn_out), each (kernel, arguments, arguments by name) with views of the
+        first ``m`` rows of the buffers; qk_rope and attention leave the position
+        free."""
         c, eps, half = self.cfg, self.eps, self.cfg.head_dim // 2
         h, x, y, f = self.h[:m], self.x[:m], self.y[:m], self.f[:m]
+        q_rot, att = self.q_rot[:m], self.att[:m]
+        n, kv = self.max_context, c.kv_heads
+        k_cache = self.k_cache.reshape(n, c.blocks, kv, 2, half)
         out = []
-        for pl in self._plans:
+        for layer, pl in enumerate(self._plans):
             wq, wk, wv, wo, wg, wu, wd = pl["w"]
             b_in = pl["b_in"]
             xq = np.zeros((m, c.width // b_in, pl["b_xq"]), np.uint8)
             out.append((
                 (pl["attn_in"], (h.reshape(m, -1, b_in), pl["attn_norm"].reshape(-1, b_in),
                                  wq, wk, wv, x.reshape(m, -1, b_in), xq, self.q[:m],
-                                 self.k[:m], self.v[:m], eps)),
+                                 self.k[:m], self.v[:m], eps), {}),
                 (self.kernel(K.qk_rope),
                  (self.q[:m].reshape(m, c.heads, 2, half), self.k[:m].reshape(m, -1, 2, half),
-                  self.v[:m].reshape(m, c.kv_heads, -1), pl["q_norm"], pl["k_norm"],
-                  pl["inv_freq"], self.q_rot[:m].reshape(m, c.heads, 2, half))),
-                (pl["attn_out"], (self.att[:m].reshape(m, -1, pl["b_o"]), wo, pl["post_attn"],
-                                  pl["ffn_norm"], y, h, x, eps)),
-                (pl["gate_up"], (x.reshape(m, -1, pl["b_g"]), wg, wu, f)),
-                (pl["ffn_out"], (f.reshape(m, -1, pl["b_d"]), wd, pl["post_ffw"], y, h, eps))))
+                  self.v[:m].reshape(m, kv, -1), pl["q_norm"], pl["k_norm"],
+                  pl["inv_freq"], q_rot.reshape(m, c.heads, 2, half), k_cache[:, layer],
+                  self.v_cache[:, layer]), dict(q_scale=F32(c.query_scale), eps=eps)),
+                (self.kernel(K.attention),
+                 (q_rot, self.k_cache[:, layer], self.v_cache[:, layer], self.scores, att),
+                 dict(window=pl["window"])),
+                (pl["attn_out"], (att.reshape(m, -1, pl["b_o"]), wo, pl["post_attn"],
+                                  pl["ffn_norm"], y, h, x, eps), {}),
+                (pl["gate_up"], (x.reshape(m, -1, pl["b_g"]), wg, wu, f), {}),
+                (pl["ffn_out"], (f.reshape(m, -1, pl["b_d"]), wd, pl["post_ffw"], y, h, eps),
+                 {})))
         return out
+
+    def _bound_calls(self, m: int) -> tuple:
+        """For ``m`` tokens at once: ``embed`` (of the ids in ``ids``), and per layer its
+        six calls bound (``_layer_calls``), qk_rope and attention taking the position."""
+        embed = _bind(self._embed, self.ids[:m], self._table, self.h[:m],
+                      F32(np.sqrt(self.cfg.width)))
+        return embed, [tuple(_bind(k, *args, **named) for k, args, named in layer)
+                       for layer in self._layer_calls(m)]
 
     def forward(self, tokens, pos: int) -> np.ndarray:
         tokens = [int(t) for t in tokens]
@@ -151,33 +177,34 @@ class KernelForward:
         for at in range(0, len(tokens), self.batch):
             chunk = tokens[at:at + self.batch]
             self._rows(chunk, pos + at)
-        run, (norm, w, x, out, eps) = self._logits
-        run(self.h[len(chunk) - 1].reshape(-1, self._emb_block), norm, w, x, out, eps)
-        return self.logits.copy()
+        logits = np.empty(self.cfg.vocab, F32)          # written whole by the kernel
+        self._logits(self.h[len(chunk) - 1].reshape(-1, self._emb_block), out=logits)
+        return logits
 
     def _rows(self, tokens: list, pos: int) -> None:
         """Every layer on ``tokens`` at positions pos, pos + 1, ... (one row each)."""
-        c, m = self.cfg, len(tokens)
-        calls = self._calls.get(m) or self._layer_calls(m)
-        rows = self._w.rows("token_embd.weight", tokens)
-        self._scale(rows, self.h[:m], F32(np.sqrt(c.width)))
-        q_scale, fpos = F32(c.query_scale), F32(pos)
-        attention = self._attention
-        q_rot, att = self.q_rot[:m], self.att[:m]
-        for layer, (attn_in, rope, attn_out, gate_up, ffn_out) in enumerate(calls):
-            attn_in[0](*attn_in[1])
-            k_cache, v_cache = self.k_cache[:, layer], self.v_cache[:, layer]
-            rope[0](*rope[1], k_cache[pos:pos + m].reshape(m, c.kv_heads, 2, -1),
-                    v_cache[pos:pos + m], fpos, q_scale, self.eps)
-            attention(q_rot, k_cache, v_cache, self.scores, att, pos,
-                      self._plans[layer]["window"])
-            attn_out[0](*attn_out[1])
-            gate_up[0](*gate_up[1])
-            ffn_out[0](*ffn_out[1])
+        m = len(tokens)
+        embed, layers = self._calls.get(m) or self._bound_calls(m)
+        self.ids[:m] = tokens
+        embed()
+        for attn_in, rope, attention, attn_out, gate_up, ffn_out in layers:
+            attn_in()
+            rope(pos)
+            attention(pos)
+            attn_out()
+            gate_up()
+            ffn_out()
+
+
+def _bind(run, *args, **named):
+    """``run`` with ``args`` (its first parameters) and ``named`` bound: ``run.bind``
+    where the target has it (cpu: checked and packed once), else a partial call."""
+    bind = getattr(run, "bind", None)
+    return bind(*args, **named) if bind is not None else partial(run, *args, **named)
 
 
 def _interpreted(kernel):
-    def run(*args):
-        return I.interpret(kernel, *args)
+    def run(*args, **named):
+        return I.interpret(kernel, *args, **named)
     run.__name__ = kernel.name
     return run

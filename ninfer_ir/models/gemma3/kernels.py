@@ -8,12 +8,14 @@ against the activation quantized in the kernel, to Q8_K or Q8_0, as llama.cpp do
 Every kernel takes M rows, one per token (a generated token alone, or a prompt's
 tokens together); the projections are nests over the rows in the form the select pass
 turns into a GEMM kernel where the target has one for the pair, and into rows kernels
-otherwise. A layer is six kernel calls, each one step of the model:
+otherwise. A batch starts with ``embed`` (the tokens' embedding rows decoded from the
+table as stored, times sqrt(width)); a layer is six kernel calls, each one step of the
+model:
 
 * ``attn_in``: the attention norm, the activation quantized once per row, the q, k and
   v projections;
 * ``qk_rope``: the q and k head norms, RoPE (and the query scale), k and v written into
-  the cache slots of the positions;
+  the cache at the positions;
 * ``attention``: causal attention of each row's position over the cache;
 * ``attn_out``: the output projection, the post-attention norm and residual, the FFN norm;
 * ``gate_up``: the gate and up projections (the activation quantized once) with the
@@ -92,28 +94,23 @@ def norm_rope(x: I.Tensor[I.f32, 2, "P"], w: I.Tensor[I.f32, 2, "P"], c: I.Tenso
 
 
 @I.kernel
-def scale(x: I.Tensor[I.f32, "M", "D"], y: I.Buffer[I.f32, "M", "D"], s: I.f32):
-    """y = x * s (the embedding rows times sqrt(width))."""
-    y[:] = x * s
-
-
-@I.kernel
 def qk_rope(q: I.Tensor[I.f32, "M", "H", 2, "P"], k: I.Tensor[I.f32, "M", "KV", 2, "P"],
             v: I.Tensor[I.f32, "M", "KV", "D"], q_norm: I.Tensor[I.f32, 2, "P"],
             k_norm: I.Tensor[I.f32, 2, "P"], inv_freq: I.Tensor[I.f32, "P"],
-            q_out: I.Buffer[I.f32, "M", "H", 2, "P"], k_out: I.Buffer[I.f32, "M", "KV", 2, "P"],
-            v_out: I.Buffer[I.f32, "M", "KV", "D"], pos: I.f32, q_scale: I.f32, eps: I.f32):
+            q_out: I.Buffer[I.f32, "M", "H", 2, "P"],
+            k_cache: I.Buffer[I.f32, "S", "KV", 2, "P"], v_cache: I.Buffer[I.f32, "S", "KV", "D"],
+            pos: I.index, q_scale: I.f32, eps: I.f32):
     """The head norms and RoPE of q (times the query scale) and k of the positions
-    ``pos + m``; k and v stored into their cache slots (``k_out``, ``v_out``)."""
+    ``pos + m``; k and v stored into the cache at those positions."""
     for m in I.range(q.shape[0]):
-        angle = inv_freq * (pos + I.cast(m, I.f32))
+        angle = inv_freq * I.cast(pos + m, I.f32)
         c = I.cos(angle)
         s = I.sin(angle)
         for h in I.range(q.shape[1]):
             norm_rope(q[m, h], q_norm, c, s, q_out[m, h], q_scale, eps)
         for h in I.range(k.shape[1]):
-            norm_rope(k[m, h], k_norm, c, s, k_out[m, h], 1.0, eps)
-    v_out[:] = v
+            norm_rope(k[m, h], k_norm, c, s, k_cache[pos + m, h], 1.0, eps)
+        v_cache[pos + m] = v[m]
 
 
 @I.kernel
@@ -162,6 +159,23 @@ def activation_scheme(types, what: str) -> Scheme:
         raise I.FormatError(f"{what}: {', '.join(s.name for s in schemes)} multiply "
                             f"activations quantized to different formats")
     return schemes[0]
+
+
+@lru_cache(maxsize=None)
+def embed_kernel(fmt):
+    """``embed`` for a token embedding stored in the GGUF block format ``fmt`` (a
+    ``ninfer_ir.formats`` record, ``gguf_*``)."""
+
+    @I.kernel
+    def embed(ids: I.Tensor[I.i32, "M"], table: I.Tensor[I.u8, "V", "R"],
+              y: I.Buffer[I.f32, "M", "D"], s: I.f32):
+        """y[m] = row ids[m] of the table, decoded, times s (sqrt(width))."""
+        for m in I.range(ids.shape[0]):
+            t = I.cast(ids[m], I.index)
+            assert t >= 0, "token id below 0"
+            assert t < table.shape[0], "token id beyond the vocabulary"
+            y[m] = I.decode(table[t], format=fmt, k=y.shape[1]) * s
+    return embed
 
 
 @lru_cache(maxsize=None)
