@@ -287,23 +287,32 @@ class LlamaCpp:
 
 def kernel_logits(fwd, ids, toks, trace=None):
     """Teacher-forced logits of the DSL forward pass; ``trace`` gets the hidden state
-    after every block of every position (the second ``add_rmsnorm`` of a block ends it)."""
+    after every block, one ``[positions, width]`` array per block (the rows of ``h``
+    after each layer's ``ffn_out`` call)."""
+    rows = None
     if trace is not None:
-        inner, count = fwd.k["add_rmsnorm"], [0]
+        plain, cached = fwd._bound_calls, fwd._calls
+        rows = [[] for _ in range(fwd.cfg.blocks)]
 
-        def traced(h, *args):
-            inner(h, *args)
-            count[0] += 1
-            if count[0] % 2 == 0:
-                trace.append(h.copy())
-        fwd.k["add_rmsnorm"] = traced
+        def traced(m):
+            embed, layers = plain(m)
+
+            def after(run, layer):
+                def call(*args):
+                    run(*args)
+                    rows[layer].append(fwd.h[:m].copy())
+                return call
+            return embed, [calls[:-1] + (after(calls[-1], i),)
+                           for i, calls in enumerate(layers)]
+        fwd._bound_calls, fwd._calls = traced, {}
     try:
         got = [fwd.forward(ids, 0)]
         for i, tok in enumerate(toks[:-1]):
             got.append(fwd.forward([tok], len(ids) + i))
     finally:
         if trace is not None:
-            fwd.k["add_rmsnorm"] = inner
+            fwd._bound_calls, fwd._calls = plain, cached
+            trace[:] = [np.concatenate(r) for r in rows]
     return np.stack(got)
 
 
@@ -471,8 +480,7 @@ def main(argv=None):
                 switch(())
             if trace is not None:
                 h = np.stack(trace)                       # -> [blocks, positions, width]
-                hidden[name] = (h.reshape(-1, cfg.blocks, cfg.width).transpose(1, 0, 2)
-                                if name == "kernels" else h)
+                hidden[name] = h
             ours = got.argmax(axis=1)
             argmaxes[name].append(ours)
             agree = int((ours == np.array(toks)).sum())
