@@ -182,7 +182,14 @@ def test_mixed_activation_formats_are_refused():
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_cuda_source_is_generated(name):
-    """Without a GPU: the CUDA C of every kernel (the bits on a GPU: test_gemma3_tiny.py)."""
+    """Without a GPU: the CUDA C of every kernel, and its PTX compiled by NVRTC and
+    checked exact (no approximate, fused or flush-to-zero instruction); the bits on a
+    GPU: test_gemma3_tiny.py."""
+    from ninfer_ir.backends.cuda import nvrtc
     kernel = CASES[name]()[0]
     src = I.emit(kernel, target="cuda", kind="cuda")
     assert kernel.name in src and "__global__" in src
+    if "nvrtc" not in nvrtc.available_compilers():
+        pytest.skip("NVRTC is not installed (the project's cuda extra)")
+    ptx = I.emit(kernel, target="cuda", kind="ptx")
+    assert ".entry" in ptx and "fma.rn" not in ptx and ".approx" not in ptx
