@@ -380,11 +380,11 @@ def let_pool_sleep():
     time.sleep(0.002)
 
 
-def time_interleaved(groups, reps, settle=None):
+def time_interleaved(groups, reps, settle=None, clock=time.perf_counter):
     """``time_rotating`` for several groups of functions at once, taking turns in runs
     of ``RUN`` calls, so that the phases of a shared machine fall on every group alike;
     after each run, ``settle[g]()`` (untimed, where given) lets group g's threads go
-    idle before the next group runs. A list of seconds per group."""
+    idle before the next group runs. A list of seconds (of ``clock``) per group."""
     settle = settle or [None] * len(groups)
     for fns, after in zip(groups, settle):
         for fn in fns:
@@ -396,9 +396,9 @@ def time_interleaved(groups, reps, settle=None):
         for fns, times, after in zip(groups, out, settle):
             for i in range(start, min(reps, start + RUN)):
                 fn = fns[i % len(fns)]
-                t0 = time.perf_counter()
+                t0 = clock()
                 fn()
-                times.append(time.perf_counter() - t0)
+                times.append(clock() - t0)
             if after:
                 after()
     return out

@@ -41,8 +41,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ninfer_ir as I  # noqa: E402
 from ninfer_ir.quant import PAIRS  # noqa: E402
 from gemv_formats import GGML_TYPES, check, gemv_module, random_weights  # noqa: E402
-from gemv_q4k import (RUN, Cold, Evictor, GgmlGraphs, eviction_bytes,  # noqa: E402
-                      last_level_cache, load_ggml, stream_read)
+from gemv_q4k import (Cold, Evictor, GgmlGraphs, eviction_bytes,  # noqa: E402
+                      last_level_cache, load_ggml, stream_read, time_interleaved)
 
 SHAPES = ("q8_0:262144x640", "q5_0:2048x640", "q5_0:640x2048", "q8_0:2048x640",
           "q6_k:640x2048")
@@ -56,27 +56,6 @@ def parse_shape(text):
         raise SystemExit(f"--shape {text!r}: want FORMAT:NxK with a weight format of the "
                          f"pair table and K a multiple of its block")
     return pair, int(n), int(k)
-
-
-def interleaved(groups, reps, clock):
-    """Seconds per call of each group's functions taken in turn (``fns[i % len(fns)]``),
-    the groups alternating in runs of ``RUN`` calls so that a shared machine's phases
-    fall on all alike; after each run ``after()`` (untimed, where given)."""
-    for fns, after in groups:
-        for fn in fns:
-            fn()
-        if after:
-            after()
-    out = [[] for _ in groups]
-    for start in range(0, reps, RUN):
-        for (fns, after), times in zip(groups, out):
-            for i in range(start, min(reps, start + RUN)):
-                t0 = clock()
-                fns[i % len(fns)]()
-                times.append(clock() - t0)
-            if after:
-                after()
-    return out
 
 
 def gbps(nbytes, seconds):
@@ -107,8 +86,9 @@ def run_shape(pair, n, k, ggml, cold, reps, threads, rng, clock):
     if peer is not None:
         groups["ggml"] = ([lambda i=i: peer.run(i) for i in range(len(ws))], peer.pause)
     names = list(groups)
-    hot = interleaved([([fns[0]], after) for fns, after in groups.values()], reps, clock)
-    colds = interleaved(list(groups.values()), reps, clock)
+    settle = [after for _, after in groups.values()]
+    hot = time_interleaved([fns[:1] for fns, _ in groups.values()], reps, settle, clock)
+    colds = time_interleaved([fns for fns, _ in groups.values()], reps, settle, clock)
     if peer is not None:
         peer.close()
     out = {}
