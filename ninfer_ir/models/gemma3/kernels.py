@@ -213,10 +213,27 @@ def attn_in_kernel(tq: int, tk: int, tv: int):
 
 
 @lru_cache(maxsize=None)
+def projection(fmt, act):
+    """``project(a, w, y)``: y[m] = W a[m] for every row m of ``a``, each row quantized
+    once to ``act`` and multiplied by the ``fmt`` records of ``w`` as stored (a GEMM nest,
+    the form the select pass gives to a GEMM kernel)."""
+
+    @I.func
+    def project(a: I.Tensor[I.f32, "M", "G", "B"], w: I.Tensor[I.u8, "N", "G", "R"],
+                y: I.Buffer[I.f32, "M", "N"]):
+        for m in I.range(a.shape[0]):
+            aq = I.quantize(a[m], format=act)
+            for n in I.prange(w.shape[0]):
+                y[m, n] = I.quantized_dot(w[n], aq, lhs_format=fmt, rhs_format=act,
+                                          acc_dtype=I.f32)
+    return project
+
+
+@lru_cache(maxsize=None)
 def attn_out_kernel(to: int):
     """``attn_out`` for an output projection of ggml type ``to``."""
     so = activation_scheme((to,), "attn_output")
-    act, blk, fmt, rec = so.act, so.block, so.weight, so.record
+    blk, rec, project = so.block, so.record, projection(so.weight, so.act)
 
     @I.kernel
     def attn_out(a: I.Tensor[I.f32, "M", "G", blk], w: I.Tensor[I.u8, "N", "G", rec],
@@ -224,11 +241,7 @@ def attn_out_kernel(to: int):
                  y: I.Buffer[I.f32, "M", "N"], h: I.Buffer[I.f32, "M", "N"],
                  x: I.Buffer[I.f32, "M", "N"], eps: I.f32):
         """y = Wo a (a GEMM nest); h += rmsnorm(y) * post; x = rmsnorm(h) * norm."""
-        for m in I.range(a.shape[0]):
-            aq = I.quantize(a[m], format=act)
-            for n in I.prange(w.shape[0]):
-                y[m, n] = I.quantized_dot(w[n], aq, lhs_format=fmt, rhs_format=act,
-                                          acc_dtype=I.f32)
+        project(a, w, y)
         for m in I.range(a.shape[0]):
             add_normed(h[m], y[m], post, eps)
             rmsnorm_into(h[m], norm, x[m], eps)
@@ -265,18 +278,14 @@ def gate_up_kernel(tg: int, tu: int):
 def ffn_out_kernel(td: int):
     """``ffn_out`` for a down projection of ggml type ``td``."""
     sd = activation_scheme((td,), "ffn_down")
-    act, blk, fmt, rec = sd.act, sd.block, sd.weight, sd.record
+    blk, rec, project = sd.block, sd.record, projection(sd.weight, sd.act)
 
     @I.kernel
     def ffn_out(f: I.Tensor[I.f32, "M", "G", blk], w: I.Tensor[I.u8, "N", "G", rec],
                 post: I.Tensor[I.f32, "N"], y: I.Buffer[I.f32, "M", "N"],
                 h: I.Buffer[I.f32, "M", "N"], eps: I.f32):
         """y = Wd f (a GEMM nest); h += rmsnorm(y) * post."""
-        for m in I.range(f.shape[0]):
-            fq = I.quantize(f[m], format=act)
-            for n in I.prange(w.shape[0]):
-                y[m, n] = I.quantized_dot(w[n], fq, lhs_format=fmt, rhs_format=act,
-                                          acc_dtype=I.f32)
+        project(f, w, y)
         for m in I.range(f.shape[0]):
             add_normed(h[m], y[m], post, eps)
     return ffn_out
