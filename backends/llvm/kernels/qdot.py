@@ -61,8 +61,9 @@ _ROW_ARG_NAMES = ("w", "w_row_stride", "w_rec_stride", "x", "x_rec_stride", "G",
                   "y", "y_stride")
 
 
-def declare_rows(module: ir.Module) -> ir.Function:
-    fn = ir.Function(module, ROWS_TYPE, name=DOT_ROWS)
+def declare_rows(module: ir.Module, name: str = DOT_ROWS) -> ir.Function:
+    """A rows kernel's function ``name`` (``ROWS_TYPE``) with its arguments named."""
+    fn = ir.Function(module, ROWS_TYPE, name=name)
     for arg, name in zip(fn.args, _ROW_ARG_NAMES):
         arg.name = name
     return fn

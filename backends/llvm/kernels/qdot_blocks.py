@@ -47,7 +47,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ninfer_ir.quant import IQ4_NL_VALUES, PAIRS, DotPair, iq4_nl, q4_0, q5_0, q8_0
-from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, reduce_add,
+from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, declare_rows, reduce_add,
                                                   store_zero_rows)
 from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
 from ninfer_ir.backends.llvm.kernels.qdot_blocks_vnni import add_rows_vnni
@@ -63,8 +63,6 @@ V32I = vec(I32, BLOCK)
 V16I = vec(I32, LANES)
 V16F = vec(F32, LANES)
 _XQ = q8_0.field("q").start            # 2: the activation quants
-_ROW_ARGS = ("w", "w_row_stride", "w_rec_stride", "x", "x_rec_stride", "G", "nrows", "y",
-             "y_stride")
 
 
 # --- per-pair weight codes and record value ----------------------------------------------
@@ -264,9 +262,8 @@ def add_rows(module: ir.Module, isa: str, pair: DotPair,
         return add_rows_vnni(module, pair, value_of, lambda b, *args: _few_rows(
             b, module, isa, pair, *args), vbmi)
     row_pair_sums, biased = _row_pair_core(module, isa, pair.stem, unsigned_of, bias)
-    fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
+    fn = declare_rows(module, pair.cpu_rows)
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
-    _name_args(fn, _ROW_ARGS)
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     accbuf = entry_alloca(b, V16F, "acc", align=64)
     empty = fn.append_basic_block("empty")

@@ -67,8 +67,7 @@ import llvmlite.ir as ir
 
 from ninfer_ir.quant import IQ4_NL_VALUES, DotPair, iq4_nl, q4_0, q5_0, q8_0
 from ninfer_ir.backends.llvm.runtime.jit import host_target
-from ninfer_ir.backends.llvm.kernels.qdot import (ROWS_TYPE, _ROW_ARG_NAMES,
-                                                  store_zero_rows)
+from ninfer_ir.backends.llvm.kernels.qdot import declare_rows, store_zero_rows
 from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_next_block
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I16, I32, I64, const_vec,
                                                  entry_alloca, for_range, i32, i64,
@@ -306,9 +305,7 @@ def add_rows_vnni(module: ir.Module, pair: DotPair, value_of, few_rows,
     ``vpmultishiftqb`` (default: when the VNNI target has AVX512_VBMI)."""
     if vbmi is None:
         vbmi = host_target("avx512vnni").has_feature("avx512vbmi")
-    fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
-    for arg, name in zip(fn.args, _ROW_ARG_NAMES):
-        arg.name = name
+    fn = declare_rows(module, pair.cpu_rows)
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     accbuf = entry_alloca(b, V16F, "acc", align=64)

@@ -53,7 +53,7 @@ import llvmlite.ir as ir
 from ninfer_ir.numerics.quantized_kquants import KQUANTS, KQuant
 from ninfer_ir.quant import q8_k
 from ninfer_ir.backends.llvm.runtime.jit import host_target
-from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, ROWS_TYPE, decode_scales_bytes,
+from ninfer_ir.backends.llvm.kernels.qdot import (DOT_TYPE, decode_scales_bytes, declare_rows,
                                                   reduce_add)
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I8, I16, I32, const, const_vec,
                                                  entry_alloca, for_range, half_bits_to_float,
@@ -64,8 +64,6 @@ __all__ = ["add_dot", "add_rows"]
 
 Q8_QS = q8_k.field("q").start
 Q8_BSUM = q8_k.field("bsum").start
-_ROW_ARGS = ("w", "w_row_stride", "w_rec_stride", "x", "x_rec_stride", "G", "nrows", "y",
-             "y_stride")
 V32 = vec(I8, 32)
 
 
@@ -343,9 +341,7 @@ def add_rows(module: ir.Module, isa: str, pair) -> ir.Function:
         from ninfer_ir.backends.llvm.kernels.qdot_kquants_vnni import add_rows_vnni
         return add_rows_vnni(module, pair, host_target(isa).has_feature("gfni"))
     kind = _kind(pair)
-    fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
-    for arg, name in zip(fn.args, _ROW_ARGS):
-        arg.name = name
+    fn = declare_rows(module, pair.cpu_rows)
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     acc = entry_alloca(b, F32, "acc")

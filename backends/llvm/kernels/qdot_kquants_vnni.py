@@ -41,8 +41,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ninfer_ir.numerics.quantized_kquants import KQUANTS, KQuant
-from ninfer_ir.backends.llvm.kernels.qdot import (ROWS_TYPE, Q8_BSUM, Q8_QS, decode_scales_bytes,
-                                                  store_zero_rows)
+from ninfer_ir.backends.llvm.kernels.qdot import (Q8_BSUM, Q8_QS, decode_scales_bytes,
+                                                  declare_rows, store_zero_rows)
 from ninfer_ir.backends.llvm.kernels import qdot_kquants as kq
 from ninfer_ir.backends.llvm.kernels.prefetch import prefetch_ahead, prefetch_first_steps
 from ninfer_ir.backends.llvm.kernels.qir import (F16, F32, I1, I8, I16, I32, I64,
@@ -249,9 +249,7 @@ def add_rows_vnni(module: ir.Module, pair, gfni: bool) -> ir.Function:
     bit fields with GF2P8AFFINEQB."""
     kind = KQUANTS[pair.lhs.name]
     fns = _Fns(module, gfni)
-    fn = ir.Function(module, ROWS_TYPE, name=pair.cpu_rows)
-    for arg, name in zip(fn.args, kq._ROW_ARGS):
-        arg.name = name
+    fn = declare_rows(module, pair.cpu_rows)
     w, w_row, w_rec, x, x_rec, count, nrows, y, y_stride = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     accbuf = entry_alloca(b, V16F, "acc", align=64)
