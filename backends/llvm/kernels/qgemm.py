@@ -401,20 +401,19 @@ def add_gemm(module: ir.Module, isa: str, pair) -> ir.Function:
     b.branch(done)
 
     b.position_at_end(work)
-    if GEMV_ROWS_MAX > 0:       # (measured: 1.3-2.2x faster at M = 1; mixed at M = 2)
-        # few activation rows: each is the pair's rows kernel over the weight rows (the
-        # GEMV fast path; the same bits, as every form of the dot), which streams the
-        # weights without the tile's transpose
-        few = fn.append_basic_block("few")
-        blocked = fn.append_basic_block("blocked")
-        b.cbranch(b.icmp_signed("<=", m_rows, i64(GEMV_ROWS_MAX)), few, blocked)
-        b.position_at_end(few)
-        rows_fn = _rows_kernel(module, isa, pair)
-        with for_range(b, 0, m_rows, name="gm") as m:
-            b.call(rows_fn, [w, w_row, w_rec, b.gep(x, [b.mul(m, x_row)]), x_rec, count,
-                             n_rows, b.gep(y, [b.mul(m, y_m)]), y_n])
-        b.branch(done)
-        b.position_at_end(blocked)
+    # few activation rows: each is the pair's rows kernel over the weight rows (the GEMV
+    # fast path; the same bits, as every form of the dot), which streams the weights
+    # without the tile's transpose
+    few = fn.append_basic_block("few")
+    blocked = fn.append_basic_block("blocked")
+    b.cbranch(b.icmp_signed("<=", m_rows, i64(GEMV_ROWS_MAX)), few, blocked)
+    b.position_at_end(few)
+    rows_fn = _rows_kernel(module, isa, pair)
+    with for_range(b, 0, m_rows, name="gm") as m:
+        b.call(rows_fn, [w, w_row, w_rec, b.gep(x, [b.mul(m, x_row)]), x_rec, count,
+                         n_rows, b.gep(y, [b.mul(m, y_m)]), y_n])
+    b.branch(done)
+    b.position_at_end(blocked)
     last = b.sub(n_rows, i64(1))
     last_rec = b.sub(count, i64(1))
     with for_range(b, 0, m_rows, step=MC, name="m0") as m0:
