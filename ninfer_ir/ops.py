@@ -631,10 +631,20 @@ class ForOp(RegionOp):
 
 
 class IfOp(RegionOp):
-    """``if(cond)`` with a then and an else region, each ending in ``yield``."""
+    """``if(cond)`` with a then and an else region, each ending in ``yield``.
+
+    ``likely = true`` says that the condition holds for almost every element of a loop
+    and that both arms are pure scalar arithmetic (checked: constants and elementwise
+    ops, no loads, no integer division), so a backend may run both arms and select, or
+    decide the condition for a whole block of iterations at once and run only the then
+    arm there (docs/backends.md). The result is the same either way."""
     name = "if"
 
     cond = operand_at(0)
+
+    @property
+    def likely(self) -> bool:
+        return self.attrs.get("likely", False) is True
 
     @property
     def then_block(self):
@@ -654,6 +664,30 @@ class IfOp(RegionOp):
             if r.block.args:
                 raise self.error("if regions take no arguments")
             _check_yield(self, r.block, [v.type for v in self.results])
+        if "likely" in self.attrs:
+            attr(self, "likely", bool, "true or false")
+        if self.likely:
+            for r in self.regions:
+                for op in r.block.ops:
+                    why = _not_speculatable(op)
+                    if why:
+                        raise self.error(f"a likely if may run both arms, so they must be "
+                                         f"pure scalar arithmetic: {why}")
+
+
+def _not_speculatable(op) -> str | None:
+    """Why ``op`` may not run for an element whose branch did not pick it (None if it
+    may): only constants, elementwise ops other than integer division, nested likely
+    ifs and the closing yield are allowed."""
+    if isinstance(op, (ConstantOp, YieldOp)):
+        return None
+    if isinstance(op, IfOp) and op.likely:
+        return None
+    if isinstance(op, ElementwiseOp) and not isinstance(op, ExpandedOp):
+        if op.name in ("div", "rem") and not op.operands[-1].type.is_float:
+            return f"'{op.name}' on {op.operands[-1].type} (division by zero)"
+        return None
+    return f"'{op.name}'"
 
 
 def _check_yield(op, block, types):

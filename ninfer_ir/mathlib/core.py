@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ninfer_ir.builder import Builder, region_with_block
 from ninfer_ir.numerics import semantics
 from ninfer_ir.types import ScalarType, bool_, f32, f64, i32, i64, u32, u64
 
@@ -85,6 +86,15 @@ def select(cond: Val, a, b):
     return cond.c.op("select", [cond, a, b], {}, t)
 
 
+def branch(cond: Val, then_fn, else_fn) -> tuple:
+    """``then_fn()`` where ``cond`` holds, else ``else_fn()``, element by element; each
+    returns a tuple of ``Val`` of the same dtypes. It means the select of both (the arms
+    are pure and total), but ``then_fn`` is the common case: the IR form is an ``if``
+    marked ``likely`` that a backend may decide for a block of elements at once, so the
+    other arm costs nothing where no element needs it."""
+    return cond.c.branch(cond, then_fn, else_fn)
+
+
 def bits_const(c, word: int, t: ScalarType) -> Val:
     """The float of dtype ``t`` with the bit pattern ``word`` (NaN, infinities)."""
     return c.const(word, u32 if t is f32 else u64).bitcast(t)
@@ -121,6 +131,10 @@ class NumpyContext:
         return Val(self, r, t)
 
 
+    def branch(self, cond, then_fn, else_fn):
+        return tuple(select(cond, a, b) for a, b in zip(then_fn(), else_fn()))
+
+
 class IRContext:
     """Emits every op with a ``Builder`` (before the ``math`` op being expanded)."""
 
@@ -142,6 +156,23 @@ class IRContext:
 
     def op(self, name, args, attrs, t):
         return Val(self, self.b.value(name, *[a.v for a in args], **attrs), t)
+
+    def branch(self, cond, then_fn, else_fn):
+        outer, consts = self.b, self.consts
+        regions, arms = [], []
+        for fn in (then_fn, else_fn):
+            region, block = region_with_block()
+            self.b, self.consts = Builder().at_end(block), dict(consts)
+            try:
+                vals = tuple(fn())
+                self.b.create("yield", [v.v for v in vals], result_types=[])
+            finally:
+                self.b, self.consts = outer, consts
+            regions.append(region)
+            arms.append(vals)
+        types = [v.t for v in arms[0]]
+        op = outer.create("if", [cond.v], {"likely": True}, result_types=types, regions=regions)
+        return tuple(Val(self, r, t) for r, t in zip(op.results, types))
 
 
 # -- exact building blocks ------------------------------------------------------------

@@ -15,7 +15,7 @@ rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
 
-from .core import (bits_const, clamp, copysign, f32, f64, fast_two_sum, i64, pow2,
+from .core import (bits_const, branch, clamp, copysign, f32, f64, fast_two_sum, i64, pow2,
                    rne_int, round_dd, select, two_prod, two_sum, u32, u64)
 
 QNAN = 0x7FC00000
@@ -335,18 +335,34 @@ _COS_C = [_h(c) for c in (
 # Chebyshev fits (mpmath), relative errors of sin r and cos r below 2^-55.4 and 2^-59.5
 
 
-def _reduce_pio2(x):
-    """|x| = (4j + q) pi/2 + r for a finite f32 ``x``: (q as u64 in 0..3, r as an f64,
-    |r| <= pi/4). Payne-Hanek: the 24-bit significand times a 128-bit window of 2/pi
-    chosen by the exponent, in exact 32-bit limb arithmetic. Below 0.78 (biased
-    exponents up to 125, subnormals included) q = 0 and r = |x|, so the window's
-    arithmetic need not be right there."""
+TWO_OVER_PI = _h("0x1.45f306dc9c883p-1")     # 2 / pi, rounded to f64
+PIO2_1 = _h("0x1.921fb54000000p+0")          # pi / 2 in three parts: 29 bits,
+PIO2_2 = _h("0x1.10b4612000000p-30")         # 29 bits (so k * PIO2_1, k * PIO2_2 are
+PIO2_3 = _h("-0x1.676733ae8fe48p-60")        # exact for k < 2^24) and the rest, rounded
+SHORT_LIMIT = 2.0 ** 24                      # |x| below: the short reduction
+
+
+def _reduce_short(a):
+    """a = k pi/2 + r for an f64 ``0 <= a < 2^24`` (Cody and Waite): (k mod 4 as u64, r),
+    |r| <= pi/4 (a hair more where a 2/pi rounds across a half). k < 2^24, so
+    a - k PIO2_1 is exact (Sterbenz) and each later subtraction is rounded once
+    relative to r: relative error about 2^-52, as the long reduction's. Below pi/4,
+    k = 0 and r = a exactly."""
+    k, n = rne_int(a * TWO_OVER_PI)
+    r = ((a - k * PIO2_1) - k * PIO2_2) - k * PIO2_3
+    return n.bitcast(u64) & 3, r
+
+
+def _reduce_long(x):
+    """|x| = (4j + q) pi/2 + r for a finite f32 ``x`` with |x| >= 2^24: (q as u64 in
+    0..3, r as an f64, |r| <= pi/4). Payne-Hanek: the 24-bit significand times a
+    128-bit window of 2/pi chosen by the exponent, in exact 32-bit limb arithmetic."""
     c = x.c
     b = x.bitcast(u32).cast(u64) & 0x7FFFFFFF
     big_e = b >> 23
     m = (b & 0x7FFFFF) | 0x800000
     # x = m 2^e, e = E - 150; the window starts at bit e - 1 of 2/pi, which is bit
-    # (e - 1) + 31 = E - 120 of the limbs (for E < 120 pos wraps around: unused)
+    # (e - 1) + 31 = E - 120 of the limbs (E >= 151 here: pos >= 31)
     pos = big_e - 120
     q0, sh = pos >> 5, pos & 31
     # pairs of limbs: pairs[k] = limbs k and k + 1 as one 64-bit word
@@ -372,10 +388,15 @@ def _reduce_pio2(x):
     fs = f_hi.bitcast(i64)                        # f - 1 when f >= 1/2
     hi = (fs & -2048).cast(f64)                   # exact: a multiple of 2^11 below 2^63
     lo = (fs & 2047).cast(f64) + f_lo.cast(f64) * 2.0 ** -32      # exact: 43 bits
-    r = (hi + lo) * (PIO2 * 2.0 ** -64)           # hi + lo: the fraction, rounded once
+    return quad, (hi + lo) * (PIO2 * 2.0 ** -64)  # hi + lo: the fraction, rounded once
+
+
+def _reduce_pio2(x):
+    """|x| = (4j + q) pi/2 + r: (q, r) for a finite f32 ``x``. Arguments below 2^24
+    take the short reduction; the long one runs only for the blocks of elements that
+    hold a larger argument (``branch``)."""
     a = x.cast(f64).abs()
-    small = a.lt(0.78)                            # below pi/4: r = |x|, q = 0
-    return select(small, c.const(0, u64), quad), select(small, a, r)
+    return branch(a.lt(SHORT_LIMIT), lambda: _reduce_short(a), lambda: _reduce_long(x))
 
 
 def _sin_or_cos(x, cosine: bool):

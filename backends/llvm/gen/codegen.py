@@ -90,6 +90,8 @@ def _lower_kernel_call(e: Emitter, op):
 
 
 def _lower_if(e: Emitter, op):
+    if op.likely and op in e.if_modes:
+        return _lower_likely_then(e, op)
     b = e.b
     cond = e.value(op.cond)
     then_bb, else_bb, merge = e.new_block("then"), e.new_block("else"), e.new_block("endif")
@@ -108,6 +110,13 @@ def _lower_if(e: Emitter, op):
             phi.add_incoming(vals[k], blk)
         out.append(wrap_value(r.type, phi))
     return out
+
+
+def _lower_likely_then(e: Emitter, op):
+    """The then arm alone: inside a block of iterations where the condition holds on
+    every one (``unswitch``)."""
+    term = e.block(op.then_block)
+    return [e.value(v) for v in term.operands]
 
 
 def _lower_check(e: Emitter, op):

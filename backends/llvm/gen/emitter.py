@@ -135,6 +135,7 @@ class Emitter:
         self.incoming: list = []
         self.can_outline = True
         self.ranges: dict = {}           # loop index value -> (lb, ub, step) ir values
+        self.if_modes: dict = {}         # likely if -> "then" inside a block where it holds
 
     # values
     def value(self, v):
@@ -274,8 +275,16 @@ class Emitter:
             return []
         return self.loop(op, lb, step, k0, k1, inits)
 
-    def loop(self, op, lb, step, k0, k1, inits):
-        """``for k in [k0, k1)``: iv = lb + k*step; returns the final carried values."""
+    def loop(self, op, lb, step, k0, k1, inits, blocked=True):
+        """``for k in [k0, k1)``: iv = lb + k*step; returns the final carried values. A
+        body with ``likely`` ifs runs in blocks that decide them (``unswitch``) unless
+        ``blocked`` is false."""
+        if blocked and not inits:
+            from ninfer_ir.backends.llvm.gen import unswitch
+            p = unswitch.plan(op)
+            if p is not None:
+                unswitch.emit(self, op, p, lb, step, k0, k1)
+                return []
         b = self.b
         pre = b.block
         head, body, done = self.new_block("for.head"), self.new_block("for.body"), \

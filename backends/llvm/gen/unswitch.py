@@ -1,0 +1,114 @@
+"""Loops whose body holds ``likely`` ifs (the math library's common-case arms, e.g. the
+short argument reduction of ``sin``): the condition is decided for a block of
+iterations at once.
+
+A ``likely`` if's arms are pure scalar arithmetic (the verifier checks it), so its
+result is the select of both arms, and LLVM's loop vectorizer, which turns every branch
+of a loop body into selects, runs both arms for every vector. Instead, for each block
+of ``BLOCK`` iterations::
+
+    all = every likely if's condition holds on every iteration of the block
+          (a loop of the conditions' backward slice alone: loads and arithmetic)
+    if all:  the body, each likely if replaced by its then arm
+    else:    the body, each likely if as both arms and a select
+
+Each of the three loops is branch-free, so each is vectorized; the bits are the if's
+by construction (where ``all`` holds, the select would pick the then arm everywhere).
+The first loop reads what the body reads before the body runs, so a loop is taken this
+way only when no store of its body may write memory that the slice loads (a read-only
+input, or no alias: ``ninfer_ir.alias``); others keep the plain form.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import llvmlite.ir as ir
+
+from ninfer_ir import ops as O
+from ninfer_ir.alias import is_input, may_alias
+from ninfer_ir.ir import OpResult
+
+from ninfer_ir.backends.llvm.gen.emitter import I64, carried_loop, i64c
+
+__all__ = ["BLOCK", "Plan", "plan", "emit"]
+
+#: iterations per block whose conditions are decided together
+BLOCK = 64
+
+
+@dataclass(frozen=True)
+class Plan:
+    ifs: tuple          # the likely ifs at the top level of the body
+    slice: tuple        # the body's ops that compute their conditions, in order
+
+
+def _slice_op(op) -> bool:
+    """Ops the condition pass may run ahead of the body: loads and pure arithmetic."""
+    if isinstance(op, O.LoadOp | O.ConstantOp):
+        return True
+    return (isinstance(op, O.ElementwiseOp) and not isinstance(op, O.ExpandedOp)
+            and not (op.name in ("div", "rem") and not op.operands[-1].type.is_float))
+
+
+def plan(loop) -> Plan | None:
+    """How to block ``loop`` (a ``for`` without carried values), or None."""
+    if loop.inits:
+        return None
+    body = loop.body
+    ifs = tuple(op for op in body.ops if isinstance(op, O.IfOp) and op.likely)
+    if not ifs:
+        return None
+    mine = set(body.ops)
+    taken, work = set(), [i.cond for i in ifs]
+    while work:
+        v = work.pop()
+        op = v.op if isinstance(v, OpResult) else None
+        if op is None or op not in mine or op in taken:
+            continue
+        if not _slice_op(op):
+            return None
+        taken.add(op)
+        work.extend(op.operands)
+    loads = [op.source for op in taken if isinstance(op, O.LoadOp)]
+    writes = [w for op in body.ops for inner in op.walk() for w in inner.memory_writes()]
+    if any(not is_input(r) and may_alias(r, w) for r in loads for w in writes):
+        return None
+    return Plan(ifs, tuple(op for op in body.ops if op in taken))
+
+
+def emit(e, loop, p: Plan, lb, step, k0, k1) -> None:
+    """``for k in [k0, k1)`` of ``loop`` (iv = lb + k*step) in blocks, as above."""
+    b, fn = e.b, e.fn
+    span = b.sub(k1, k0)
+    nblocks = b.select(b.icmp_signed(">", span, i64c(0)),
+                       b.sdiv(b.add(span, i64c(BLOCK - 1)), i64c(BLOCK)), i64c(0))
+    iv_arg = loop.body.args[0]
+
+    def block(j, _):
+        kb = b.add(k0, b.mul(j, i64c(BLOCK)))
+        end = b.add(kb, i64c(BLOCK))
+        ke = b.select(b.icmp_signed("<", end, k1), end, k1)
+
+        def test(k, acc):
+            e.bind(iv_arg, b.add(lb, b.mul(k, step), name="iv"))
+            for op in p.slice:
+                e.op(op)
+            all_ = acc[0]
+            for i in p.ifs:
+                all_ = b.and_(all_, e.value(i.cond))
+            return [all_]
+
+        all_, = carried_loop(b, fn, kb, ke, [ir.Constant(ir.IntType(1), 1)], test,
+                             name="likely.test")
+        saved = e.if_modes
+        with b.if_else(all_) as (then, otherwise):
+            with then:
+                e.if_modes = dict.fromkeys(p.ifs, "then")
+                e.loop(loop, lb, step, kb, ke, [], blocked=False)
+            with otherwise:
+                e.if_modes = {}
+                e.loop(loop, lb, step, kb, ke, [], blocked=False)
+        e.if_modes = saved
+        return []
+
+    carried_loop(b, fn, i64c(0), nblocks, [], block, name="likely.block")
