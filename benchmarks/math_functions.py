@@ -5,8 +5,8 @@
 Each function runs as the CPU kernel ``y = I.<fn>(x)`` on one thread over ``--n`` f32
 values from its ordinary domain, and numpy's float32 function on the same values in
 the same run, each writing into an output array allocated once (numpy's results are not
-correctly rounded; ``rsqrt`` is ``1 / np.sqrt``,
-``erf`` is scipy's float32 ``erf``). The two are timed alternately, one call of each per
+correctly rounded; ``rsqrt`` is ``1 / np.sqrt``, ``erf`` and ``sigmoid`` are scipy's
+float32 ``erf`` and ``expit``). The two are timed alternately, one call of each per
 round, so that both see the same machine; figures are the best of ``--repeat`` rounds,
 in ns per element, with the ratio.
 """
@@ -31,10 +31,12 @@ NUMPY = {"sqrt": np.sqrt, "rsqrt": lambda x, out: np.divide(np.float32(1.0), np.
          "exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
          "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
          "erf": lambda x, out: __import__("scipy.special").special.erf(x, out=out),
-         "sin": np.sin, "cos": np.cos}
+         "sin": np.sin, "cos": np.cos, "expm1": np.expm1,
+         "sigmoid": lambda x, out: __import__("scipy.special").special.expit(x, out=out)}
 DOMAIN = {"erf": (-4.0, 4.0), "sin": (-100.0, 100.0), "cos": (-100.0, 100.0),
           "sqrt": (0.0, 1e6), "rsqrt": (1e-6, 1e6), "exp": (-80.0, 80.0), "exp2": (-120.0, 120.0),
-          "log": (1e-6, 1e6), "log2": (1e-6, 1e6), "tanh": (-12.0, 12.0)}
+          "log": (1e-6, 1e6), "log2": (1e-6, 1e6), "tanh": (-12.0, 12.0),
+          "expm1": (-20.0, 20.0), "sigmoid": (-20.0, 20.0)}
 
 
 def interleaved_best(fns, repeat: int) -> list[float]:

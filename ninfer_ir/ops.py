@@ -836,8 +836,8 @@ class ExpandedOp(ElementwiseOp):
 
 class MathOp(ExpandedOp):
     """The math family: ``%y = math(%x) {fn = "exp"}``, one elementwise op for every function
-    of ``ninfer_ir.mathlib`` (``sqrt rsqrt exp exp2 log log2 tanh erf sin cos floor ceil
-    trunc rint``).
+    of ``ninfer_ir.mathlib`` (``sqrt rsqrt exp exp2 expm1 log log2 tanh sigmoid erf sin cos
+    floor ceil trunc rint``).
 
     f32 results are correctly rounded (round-to-nearest-even of the exact value, C99 Annex F
     special cases, one canonical quiet NaN ``0x7FC00000``); an f16 argument is widened to

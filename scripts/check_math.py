@@ -35,7 +35,7 @@ _NP = {"sqrt": np.sqrt, "rsqrt": lambda x: 1.0 / np.sqrt(x), "exp": np.exp,
        "exp2": np.exp2, "log": np.log, "log2": np.log2, "tanh": np.tanh,
        "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
        "erf": lambda x: __import__("scipy.special").special.erf(x), "sin": np.sin,
-       "cos": np.cos}
+       "cos": np.cos, "expm1": np.expm1, "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x))}
 
 
 def _side(fn, x, lo, hi) -> int:
@@ -44,7 +44,8 @@ def _side(fn, x, lo, hi) -> int:
     import mpmath as mp
     f = {"sqrt": mp.sqrt, "rsqrt": lambda v: 1 / mp.sqrt(v), "exp": mp.exp,
          "exp2": lambda v: mp.mpf(2) ** v, "log": mp.log, "log2": lambda v: mp.log(v, 2),
-         "tanh": mp.tanh, "erf": mp.erf, "sin": mp.sin, "cos": mp.cos}[fn]
+         "tanh": mp.tanh, "erf": mp.erf, "sin": mp.sin, "cos": mp.cos, "expm1": mp.expm1,
+         "sigmoid": lambda v: 1 / (1 + mp.exp(-v))}[fn]
     with mp.workprec(200):
         v = abs(f(mp.mpf(float(x))))
         return 1 if v > mp.mpf(float(hi)) else -1 if v < mp.mpf(float(lo)) else 0

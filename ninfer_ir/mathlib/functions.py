@@ -65,6 +65,8 @@ _LOG_FIX = ((0x3c413d3a, 0xc08e158f), (0x41178feb, 0x400fe5e7), (0x4c5d65a5, 0x4
             (0x65d890d3, 0x4254d1f9), (0x6f31a8ec, 0x42845a89))
 _LOG2_FIX = ()
 _TANH_FIX = ()
+_EXPM1_FIX = ((0x3dc252dd, 0x3dcbd76b),)
+_SIGMOID_FIX = ()
 _SIN_FIX = ((0x46199998, 0xbeb1fa5d),)              # of |x|: the sign is applied after
 _COS_FIX = ((0x5922aa80, 0x3f08aebf), (0x5f18b878, 0x3f7f14bb),
             (0x6115cb11, 0x3f78142f))                 # of |x|
@@ -204,6 +206,41 @@ def exp2(x):
     t = clamp(x, -160.0, 130.0).cast(f64)
     k, n = rne_int(t)
     return _fix(x, _exp_scaled((t - k) * LN2_HALF, n).cast(f32), _EXP2_FIX)
+
+
+def _exp_parts(t):
+    """t = k ln2 + 2w, |w| <= ln2/4 (w from a 44-bit head of ln2/2, exact, and its tail):
+    (k as an i64, 2wP, 2Q), so that e^{2w} = (2Q + 2wP) / (2Q - 2wP)."""
+    k, n = rne_int(t * INV_LN2)
+    h2, q2 = _tanh_small((t * 0.5 - k * LN2_HALF_HI) - k * LN2_HALF_LO)
+    return n, h2, q2
+
+
+def expm1(x):
+    """e^x - 1 = 2^k (e^{2w} - 1) + (2^k - 1), with e^{2w} - 1 = 2 (2wP) / (2Q - 2wP): no
+    cancellation at k = 0 (|x| below ln2/2, where the result is the quotient itself) and
+    little elsewhere (the two terms have the same sign for k > 0, and the second
+    dominates for k < 0). The result has the sign of x (so expm1(-0) = -0)."""
+    t = clamp(x.cast(f64), -150.0, 100.0)      # beyond: -1 or inf in f32
+    n, h2, q2 = _exp_parts(t)
+    s = pow2(n)
+    r = (h2 + h2) / (q2 - h2) * s + (s - 1.0)
+    return copysign(_fix(x, r.cast(f32), _EXPM1_FIX), x)
+
+
+def sigmoid(x):
+    """1 / (1 + e^{-x}) for -x = k ln2 + 2w: (2Q - 2wP) / ((2Q - 2wP) + 2^k (2Q + 2wP)), a
+    sum of positive terms. For k = 0 (|x| < ln2/2) that is 1/2 - tanh(w)/2, whose exact
+    value lies within |x|^3/48 of 1/2 + x/4 (an f32 midpoint for every x = odd 2^-j):
+    there 1/2 and -tanh(w)/2 are summed as a double-double and rounded once
+    (``round_dd``). One division either way (its operands chosen by select)."""
+    t = clamp(-(x.cast(f64)), -150.0, 150.0)   # beyond: 1 or 0 in f32
+    n, h2, q2 = _exp_parts(t)
+    d = q2 - h2
+    near = n.eq(0)
+    ratio = select(near, h2, d) / select(near, q2, d + pow2(n) * (q2 + h2))
+    hi, lo = fast_two_sum(t.c.const(0.5, f64), ratio * -0.5)      # 1/2 - tanh(w)/2
+    return _fix(x, select(near, round_dd(hi, lo), ratio.cast(f32)), _SIGMOID_FIX)
 
 
 # -- logarithms -----------------------------------------------------------------------
@@ -428,6 +465,7 @@ def cos(x):
 FUNCTIONS = {
     "sqrt": sqrt, "rsqrt": rsqrt, "exp": exp, "exp2": exp2, "log": log, "log2": log2,
     "tanh": tanh, "erf": erf, "sin": sin, "cos": cos, "floor": floor, "ceil": ceil, "trunc": trunc, "rint": rint,
+    "expm1": expm1, "sigmoid": sigmoid,
 }
 
 #: the functions whose result for a NaN argument is already the quiet NaN (``apply``
@@ -436,4 +474,5 @@ HANDLES_NAN = frozenset({"sqrt", "rsqrt", "log", "log2"})
 
 #: per function, the name of its table of exceptional inputs (see ``_fix``)
 EXCEPTIONS = {"exp": "_EXP_FIX", "exp2": "_EXP2_FIX", "log": "_LOG_FIX", "log2": "_LOG2_FIX",
-              "tanh": "_TANH_FIX", "sin": "_SIN_FIX", "cos": "_COS_FIX"}
+              "tanh": "_TANH_FIX", "sin": "_SIN_FIX", "cos": "_COS_FIX",
+              "expm1": "_EXPM1_FIX", "sigmoid": "_SIGMOID_FIX"}
