@@ -37,13 +37,17 @@ and no dot reads memory the epilogue writes: the CPU emitter checks both at run 
 runs the loop itself where they do not hold.
 
 A nest of two row loops (step 1, no carried values) over
-``m`` and ``n`` whose inner loop is the plain ``<stem>_dot_rows`` loop (no epilogue) of
-the ``m``-th activation row, for a pair of ``ops_select.GEMM_PAIRS`` (Q4_K, Q6_K x Q8_K;
-Q8_0, Q5_0, Q4_0, IQ4_NL x Q8_0), is a GEMM (``_gemm``): ``<stem>_gemm`` when the row is
-``xq[m]`` of activation records ``[M, G, record bytes]`` defined outside the nest,
+``m`` and ``n`` whose inner loop is a ``<stem>_dot_rows`` loop of the ``m``-th
+activation row, for a pair of ``ops_select.GEMM_PAIRS`` (Q4_K, Q6_K x Q8_K; Q8_0, Q5_0,
+Q4_0, IQ4_NL x Q8_0), is a GEMM (``_gemm``): ``<stem>_gemm`` when the row is ``xq[m]``
+of activation records ``[M, G, record bytes]`` defined outside the nest,
 ``<stem>_gemm_quantize`` when the body first quantizes ``x[m]`` of f32 ``[M, G, block]``
 into an ``alloc`` that nothing else reads (allocated in the body, or before the nest
-and freed after it); in both the output is ``y[..., m, n]``.
+and freed after it). With one dot stored as it is, the output is ``y[..., m, n]``; with
+an epilogue or several dots of the same row (gate and up), the match has ``dots`` and
+``epilogue`` attributes like a rows kernel's, and the CPU computes each dot of the
+nest as one GEMM into a staging block, then the epilogue (``gemm_nest.GemmEpilogue``);
+an epilogue with a ``check`` keeps the rows kernel (a check may fail mid-nest).
 """
 from __future__ import annotations
 
@@ -318,27 +322,54 @@ def _gemm(loop, name):
     found = match_loop(inner, name)
     if not isinstance(found, Match):
         return f"no GEMM: its inner loop is not a row loop of quantized dots ({found})"
-    pair = getattr(found.parts.dots[0].op, "pair", None)
-    if pair is None or pair.stem not in GEMM_PAIRS:
+    rows = found.parts
+    if not all(isinstance(d, QuantizedRow) for d in rows.dots):
+        return "no GEMM: its inner loop takes dots of decoded rows (their rows kernel takes it)"
+    pair = rows.dots[0].op.pair
+    if pair.stem not in GEMM_PAIRS:
         return f"no GEMM: no GEMM kernel takes the dots of a {found.kernel} loop (GEMM " \
                f"kernels: {', '.join(f'{s}_gemm' for s in GEMM_PAIRS)})"
-    rows = found.parts
-    if not rows.plain or rows.prologue:
-        return "no GEMM: the GEMM kernel stores each dot as it is; the inner loop has an " \
-               "epilogue (its rows kernel takes it)"
-    sv, qd, st = rows.dots[0].view, rows.dots[0].op, rows.stores[0]
     m = loop.body.args[0]
-    if not all(_outside(loop, v) for v in (sv.operands[0], *inner.operands[:2])):
+    xq = rows.dots[0].op.operands[1]
+    if any(d.op.operands[1] is not xq for d in rows.dots):
+        return "no GEMM: the dots of the inner loop read different activation rows"
+    if not all(_outside(loop, v) for v in (*[d.view.operands[0] for d in rows.dots],
+                                           *inner.operands[:2])):
         return "no GEMM: the weights or the bounds of the inner loop change with the outer loop"
-    idx = st.operands[2:]
-    if len(idx) < 2 or idx[-2] is not m or not all(_outside(loop, v) for v in
-                                                   (st.operands[1], *idx[:-2])):
-        return f"no GEMM: the dots are not stored into y[..., {name(m)}, {name(idx[-1])}] " \
-               f"of an output defined outside the nest"
-    xq = qd.operands[1]
-    if _row_of(xq, m, loop) and ops == [xq.op, inner] and _only_use(xq, qd):
-        return Match(f"{pair.stem}_gemm", [sv.operands[0], xq.op.operands[0], st.operands[1]],
-                     (inner, sv, qd, st, None))
+    if rows.checks:
+        return "no GEMM: the inner loop's epilogue holds a check, which may fail mid-nest " \
+               "(its rows kernel takes it)"
+    if not all(_outside(loop, v) for op in rows.prologue for v in op.operands):
+        return "no GEMM: the inner loop's prologue reads values of the outer loop's body"
+    act = _activation(loop, ops, inner, xq, {d.op for d in rows.dots}, pair, name)
+    if isinstance(act, str):
+        return act
+    tail, src, quant = act
+    kernel = f"{pair.stem}_gemm{tail}"
+    if rows.plain and not rows.prologue:
+        sv, qd, st = rows.dots[0].view, rows.dots[0].op, rows.stores[0]
+        idx = st.operands[2:]
+        if len(idx) < 2 or idx[-2] is not m or not all(_outside(loop, v) for v in
+                                                       (st.operands[1], *idx[:-2])):
+            return f"no GEMM: the dots are not stored into y[..., {name(m)}, " \
+                   f"{name(idx[-1])}] of an output defined outside the nest"
+        return Match(kernel, [sv.operands[0], src, st.operands[1]], (inner, sv, qd, st, quant))
+    # an epilogue, or several dots (gate and up): each dot a GEMM into a staging block,
+    # then the epilogue over the nest (``gemm_nest.GemmEpilogue``)
+    return Match(kernel, [p for d in rows.dots for p in (d.view.operands[0], src)] +
+                 rows.outputs, (inner, rows, quant),
+                 {"dots": len(rows.dots), "epilogue": found.attrs["epilogue"]})
+
+
+def _activation(loop, ops, inner, xq, dots, pair, name):
+    """How the dots of the nest get their activation row ``xq``: ``("", xq_rows, None)``
+    for ``xq[m]`` of records defined outside the nest, ``("_quantize", x, quant)`` for
+    ``x[m]`` quantized by the body into a buffer that nothing but the dots reads; else
+    the reason."""
+    m = loop.body.args[0]
+    uses = {u.op for u in xq.uses}
+    if _row_of(xq, m, loop) and ops == [xq.op, inner] and uses == dots:
+        return "", xq.op.operands[0], None
     alloc = getattr(xq, "op", None)
     quant = ops[2 if alloc in ops else 1] if len(ops) > 2 else None
     frees = [u.op for u in xq.uses if isinstance(u.op, O.DeallocOp)]
@@ -351,10 +382,8 @@ def _gemm(loop, name):
             and getattr(quant.operands[0], "op", None) is ops[0]
             and _row_of(quant.operands[0], m, loop) and _only_use(quant.operands[0], quant)
             and all(_outside(loop, v) for v in alloc.operands)
-            and {u.op for u in xq.uses} == {quant, qd, frees[0]}):
-        return Match(f"{pair.stem}_gemm_quantize",
-                     [sv.operands[0], ops[0].operands[0], st.operands[1]],
-                     (inner, sv, qd, st, quant))
+            and uses == {quant, frees[0], *dots}):
+        return "_quantize", ops[0].operands[0], quant
     return f"no GEMM: the row {name(xq)} the dots read is neither a row {name(m)} of " \
            f"{pair.rhs.name} records defined outside the nest nor x[{name(m)}] quantized by " \
            f"the body (to {pair.rhs.name}) into a buffer that nothing else reads"

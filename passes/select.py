@@ -96,6 +96,11 @@ class SelectKernels(Pass):
 
 
 def _why(match: Match) -> str:
+    if isinstance(match.parts, tuple) and len(match.parts) == 3:
+        dots = match.attrs["dots"]
+        return (f"the GEMM kernel computes the {'dots' if dots > 1 else 'dot'} of the whole "
+                f"nest into a staging block, then the loop's epilogue runs on it "
+                f"(`{match.attrs['epilogue']}`)")
     if not isinstance(match.parts, RowLoop) or not match.parts.epilogue or match.parts.plain:
         return "the loop computes what the kernel computes"
     dots = len(match.parts.dots)

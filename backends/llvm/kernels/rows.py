@@ -62,7 +62,9 @@ def selected(loop):
         raise VerifyError(f"the parameters of kernel_call {call.kernel} are not those of "
                           f"its loop", call)
     if gemm:
-        from ninfer_ir.backends.llvm.kernels.gemm_nest import GemmNest
+        from ninfer_ir.backends.llvm.kernels.gemm_nest import GemmEpilogue, GemmNest
+        if len(found.parts) == 3:            # (inner, its RowLoop, quantize): an epilogue
+            return GemmEpilogue(found.kernel, *found.parts)
         return GemmNest(found.kernel, *found.parts)
     return RowsCall(found.parts)
 
