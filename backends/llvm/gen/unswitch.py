@@ -28,7 +28,7 @@ from ninfer_ir import ops as O
 from ninfer_ir.alias import is_input, may_alias
 from ninfer_ir.ir import OpResult
 
-from ninfer_ir.backends.llvm.gen.emitter import I64, carried_loop, i64c
+from ninfer_ir.backends.llvm.gen.emitter import carried_loop, i64c
 
 __all__ = ["BLOCK", "Plan", "plan", "emit"]
 

@@ -87,16 +87,7 @@ class GemmNest:
             apart(e, self.st.operands[1], self.sv.operands[0]),
             apart(e, self.st.operands[1], src_value),
         ]
-        if self.quant is None:
-            conds.append(b.icmp_signed("==", s2, i64c(1)))
-        else:
-            alloc = self.qd.operands[1].op       # its size is defined outside the nest
-            size = e.value(alloc.operands[0]) if alloc.operands else \
-                i64c(alloc.result.type.shape[0])
-            conds += [b.icmp_signed("==", s2, i64c(4)),
-                      b.icmp_signed("==", b.srem(s1, i64c(4)), i64c(0)),
-                      b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0)),
-                      b.icmp_signed("==", size, count)]
+        conds += activation_layout(e, self.quant, self.qd.operands[1], src, count)
         fast = all_of(b, conds)
         with b.if_else(fast) as (then, otherwise):
             with then:
@@ -167,6 +158,23 @@ def gemm_call(e, par, pair, args):
                    [b.bitcast(body, I8P), env_ptr, blocks, e.err])
 
 
+def activation_layout(e, quant, xq, src, count):
+    """i1s: the activation rows ``src`` are in a layout the GEMM reads: contiguous record
+    bytes (records form, ``quant`` None), or contiguous floats with float-aligned row
+    strides and a quantize buffer ``xq`` (an ``alloc`` sized outside the nest) of
+    ``count`` records."""
+    b = e.b
+    s0, s1, s2 = src.byte_strides(b)
+    if quant is None:
+        return [b.icmp_signed("==", s2, i64c(1))]
+    alloc = xq.op
+    size = e.value(alloc.operands[0]) if alloc.operands else i64c(alloc.result.type.shape[0])
+    return [b.icmp_signed("==", s2, i64c(4)),
+            b.icmp_signed("==", b.srem(s1, i64c(4)), i64c(0)),
+            b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0)),
+            b.icmp_signed("==", size, count)]
+
+
 def quantize_rows(e, quant, x, m_first, m_count, count):
     """Rows ``m_first ..`` of the f32 ``x`` quantized by ``quant``'s CPU kernel into one
     scratch block: (its address, its heap slot, i1 "a row failed")."""
@@ -224,7 +232,6 @@ class GemmEpilogue:
         weights = [d.view.operands[0] for d in rows.dots]
         ws = [e.value(w) for w in weights]
         count = ws[0].shape[1]
-        s0, s1, s2 = src.byte_strides(b)
         conds = [b.icmp_signed(">", m_count, i64c(0)), b.icmp_signed(">", n_count, i64c(0)),
                  b.icmp_signed(">=", m_first, i64c(0)),
                  b.icmp_signed("<=", m_end, src.shape[0]),
@@ -234,16 +241,7 @@ class GemmEpilogue:
             conds += [b.icmp_signed("<=", n_end, w.shape[0]),
                       b.icmp_signed("==", w.shape[1], count),
                       b.icmp_signed("==", w.byte_strides(b)[2], i64c(1))]
-        if self.quant is None:
-            conds.append(b.icmp_signed("==", s2, i64c(1)))
-        else:
-            alloc = xq_value.op
-            size = e.value(alloc.operands[0]) if alloc.operands else \
-                i64c(alloc.result.type.shape[0])
-            conds += [b.icmp_signed("==", s2, i64c(4)),
-                      b.icmp_signed("==", b.srem(s1, i64c(4)), i64c(0)),
-                      b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0)),
-                      b.icmp_signed("==", size, count)]
+        conds += activation_layout(e, self.quant, xq_value, src, count)
         for op in rows.loads + rows.stores:      # every epilogue index in range
             view = e.value(op.source)
             if isinstance(view, Reg):
