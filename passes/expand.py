@@ -5,8 +5,10 @@ The algorithms are those of the family's library (``ninfer_ir.mathlib`` for ``ma
 interpreter runs the same ones on numpy arrays), emitted right before the op with the
 library's ``expand``; the op's uses then read the expansion's result and the op is
 erased. It runs after ``lower``, where every such op computes one scalar inside its loop,
-so the expansion is straight-line scalar code that the later passes fold, share and hoist
-like any other.
+so the expansion is scalar code that the later passes fold, share and hoist like any
+other: straight-line, except where an algorithm has a common and a rare case (``sin`` and
+``cos``: the short and the long argument reduction), which is an ``if`` marked ``likely``
+whose arms are pure (docs/ir.md).
 """
 from __future__ import annotations
 
