@@ -191,3 +191,63 @@ def test_arms_that_may_not_run_both_ways_are_refused(arm, likely, why):
 def test_a_plain_if_may_load_in_its_arms():
     m = I.parse(_ARM.format(arm="%w = load(%t, %c0) : f32", likely="false"))
     assert "likely = false" in str(m)
+
+
+# a gathered condition: x[ix[i]] (an index no range proves), stored at y[oy[i]]
+_GATHER = """func @gather(%x: tensor<f32[N]>, %ix: tensor<i64[M]>, %oy: tensor<i64[M]>,
+                     %y: buffer<f32[K]>) {
+  %M = dim(%ix) {axis = 0} : index
+  %c0 = constant() {value = 0} : index
+  %c1 = constant() {value = 1} : index
+  %one = constant() {value = 1.0} : f32
+  for(%c0, %M, %c1) ({
+  ^(%i: index):
+    %j64 = load(%ix, %i) : i64
+    %j = cast(%j64) {to = index} : index
+    %v = load(%x, %j) : f32
+    %a = abs(%v) : f32
+    %small = cmp(%a, %one) {pred = "lt"} : bool
+    %r = if(%small) {likely = true} ({
+    ^():
+      %three = constant() {value = 3.0} : f32
+      %t = mul(%v, %three) : f32
+      yield(%t)
+    }, {
+    ^():
+      %five = constant() {value = 5.0} : f32
+      %u = mul(%v, %five) : f32
+      yield(%u)
+    }) : f32
+    %k64 = load(%oy, %i) : i64
+    %k = cast(%k64) {to = index} : index
+    store(%r, %y, %k)
+    yield()
+  })
+  return()
+}
+"""
+
+
+def test_a_gathered_condition_in_range_and_out_of_range():
+    """In range: the blocks' bits. Out of range: the error of the loop in order. Here
+    iteration 2 stores out of range before iteration 5 loads out of range; a condition
+    pass that guarded its loads would report iteration 5's load first."""
+    m = I.parse(_GATHER)
+    k = I.compile(m, target="cpu", threads=1)
+    assert "likely.test" in k.llvm_ir()
+    rng = np.random.default_rng(3)
+    n, count = 50, 3 * BLOCK
+    x = rng.uniform(-1.5, 1.5, n).astype(np.float32)
+    ix = rng.integers(0, n, count).astype(np.int64)
+    oy = rng.permutation(count).astype(np.int64)
+    want, got = np.zeros(count, np.float32), np.zeros(count, np.float32)
+    I.interpret(m, x, ix, oy, want)
+    k(x, ix, oy, got)
+    assert np.array_equal(_bits(got), _bits(want))
+    ix[5], oy[2] = n, count + 7
+    with pytest.raises(I.NinferError) as e_want:
+        I.interpret(m, x, ix, oy, np.zeros(count, np.float32))
+    with pytest.raises(type(e_want.value)) as e_got:
+        k(x, ix, oy, np.zeros(count, np.float32))
+    assert str(e_got.value) == str(e_want.value)
+    assert "store" in str(e_want.value)

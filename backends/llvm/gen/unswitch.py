@@ -28,7 +28,9 @@ from ninfer_ir import ops as O
 from ninfer_ir.alias import is_input, may_alias
 from ninfer_ir.ir import OpResult
 
-from ninfer_ir.backends.llvm.gen.emitter import carried_loop, i64c
+from ninfer_ir.backends.llvm.gen import scalars as S
+from ninfer_ir.backends.llvm.gen.emitter import View, carried_loop, i64c
+from ninfer_ir.backends.llvm.gen.memory import element_ptr, load_element, lower_load
 
 __all__ = ["BLOCK", "Plan", "plan", "emit"]
 
@@ -91,9 +93,14 @@ def emit(e, loop, p: Plan, lb, step, k0, k1) -> None:
 
         def test(k, acc):
             e.bind(iv_arg, b.add(lb, b.mul(k, step), name="iv"))
-            for op in p.slice:
-                e.op(op)
             all_ = acc[0]
+            for op in p.slice:
+                if isinstance(op, O.LoadOp):
+                    value, inside = _test_load(e, op)
+                    e.bind(op.result, value)
+                    all_ = b.and_(all_, inside)
+                else:
+                    e.op(op)
             for i in p.ifs:
                 all_ = b.and_(all_, e.value(i.cond))
             return [all_]
@@ -112,3 +119,27 @@ def emit(e, loop, p: Plan, lb, step, k0, k1) -> None:
         return []
 
     carried_loop(b, fn, i64c(0), nblocks, [], block, name="likely.block")
+
+
+def _test_load(e, op):
+    """The load ``op`` in the condition pass: (value, i1 every index in range). No guard
+    fails here: an index out of range reads a stack slot instead and makes the block
+    take both arms, so the ordinary loop reports the error at its own iteration, after
+    the stores of the iterations before it, as the loop in order does."""
+    src = e.value(op.source)
+    b = e.b
+    if not isinstance(src, View):
+        return lower_load(e, op), ir.Constant(ir.IntType(1), 1)
+    idx = [e.value(v) for v in op.indices]
+    unproven = [b.icmp_unsigned("<", i, n) for v, i, n in zip(op.indices, idx, src.shape)
+                if not e.below(v, n)]
+    if not unproven:
+        return load_element(b, src, idx), ir.Constant(ir.IntType(1), 1)
+    inside = unproven[0]
+    for c in unproven[1:]:
+        inside = b.and_(inside, c)
+    ty = S.mem_type(src.dtype)
+    spare = e.entry_alloca(ty)
+    e.entry_b.store(ir.Constant(ty, None), spare)
+    ptr = b.select(inside, element_ptr(b, src, idx), spare)
+    return S.to_register(b, b.load(ptr, align=1), src.dtype), inside
