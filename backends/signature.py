@@ -3,7 +3,8 @@ CPU, host C, CUDA) so that a bad call gets the same message everywhere.
 
 ``bind_call(func, args, kwargs, is_array, writable, convert=host_array)`` checks the
 argument count and names, scalar types and ranges, array dtypes, ranks, static dims,
-symbol consistency (the same symbol is the same size) and that buffers are writable.
+symbol consistency (the same symbol is the same size) and that buffers are writable,
+with no two elements in the same memory (``shares_elements``).
 Every array argument first goes through ``convert``: ``host_array`` views an object
 exporting ``__dlpack__`` or the array interface (``__array_interface__``,
 ``__array_struct__``, ``__array__``) as a numpy array over the same memory, so a kernel
@@ -22,7 +23,8 @@ from ninfer_ir.ir import FuncOp
 from ninfer_ir.verifier import verify_returns_attr
 from ninfer_ir.types import BufferType, ScalarType, ShapedType, bf16, bool_
 
-__all__ = ["bind_call", "host_array", "out_shape", "param_name", "snapshot_tensors"]
+__all__ = ["bind_call", "host_array", "out_shape", "param_name", "shares_elements",
+           "snapshot_tensors"]
 
 _DL_CPU = 1                       # DLPack's kDLCPU device type
 
@@ -111,7 +113,25 @@ def _shaped(func, k, t, value, symbols, is_array, writable, convert):
                                   f"axis {axis} is {n}")
     if isinstance(t, BufferType) and not writable(value):
         raise VerifyError(f"{where} is read-only but {t} is written")
+    if isinstance(t, BufferType) and shares_elements(value):
+        raise VerifyError(f"{where}: two of its elements share memory (strides "
+                          f"{list(value.strides)} for shape {list(value.shape)}), but {t} is "
+                          f"written element by element; pass an array whose elements are "
+                          f"distinct (a copy)")
     return value
+
+
+def shares_elements(x) -> bool:
+    """Whether two elements of the array ``x`` (numpy or device) may share memory: a
+    zero stride on an axis of two or more, or strides that interleave. The test is the
+    usual sufficient one (each axis, by increasing stride, steps past the span of the
+    ones below it), so an exotic interleaved layout without a shared byte counts too."""
+    span = x.itemsize
+    for stride, n in sorted((abs(s), n) for s, n in zip(x.strides, x.shape) if n > 1):
+        if stride < span:
+            return True
+        span += stride * (n - 1)
+    return False
 
 
 _MISSING = object()

@@ -69,3 +69,53 @@ def test_cuda_follows_the_snapshot_rule():
     d = cupy.arange(6, dtype=cupy.float32) * 10
     k(d, d)                                # cupy: the tensor is copied before the launch
     assert np.array_equal(d.get().view(np.uint32), want.view(np.uint32))
+
+
+@I.kernel
+def sin_in_place(x: I.Buffer[I.f32, "M", "N"]):
+    x[:] = I.sin(x)
+
+
+def _self_runners():
+    yield "interp", lambda *a: I.interpret(sin_in_place, *a)
+    yield "cpu", I.compile(sin_in_place, "cpu", threads=1)
+    yield "cpu-bound", lambda *a: I.compile(sin_in_place, "cpu", threads=1).bind(*a)()
+    yield "cpu-bound-free", lambda *a: I.compile(sin_in_place, "cpu", threads=1).bind()(*a)
+    if shutil.which("cc") or shutil.which("gcc"):
+        yield "host-c", HostKernel(I.lower(sin_in_place))
+
+
+SELF_RUNNERS = dict(_self_runners())
+
+
+def _strided(base, shape, strides):
+    return np.lib.stride_tricks.as_strided(base, shape=shape, strides=strides, writeable=True)
+
+
+@pytest.mark.parametrize("target", list(SELF_RUNNERS))
+@pytest.mark.parametrize("shape,strides", [((3, 300), (400, 0)), ((4, 5), (8, 4))])
+def test_a_buffer_whose_elements_share_memory_is_refused(target, shape, strides):
+    """A zero stride (every element of a row one float) or rows that overlap: element by
+    element writes have no one result that vector code gives, so every target refuses
+    the call, with the interpreter's message, before writing anything."""
+    base = np.arange(400 * 4, dtype=np.float32)
+    x = _strided(base, shape, strides)
+    before = base.copy()
+    with pytest.raises(I.VerifyError, match="two of its elements share memory"):
+        SELF_RUNNERS[target](x)
+    assert np.array_equal(base, before)
+
+
+@pytest.mark.parametrize("target", list(SELF_RUNNERS))
+def test_strided_buffers_with_distinct_elements_are_taken(target):
+    """Reversed, every other column, a transpose, and a zero stride on an axis of one:
+    the same bits as on a contiguous copy."""
+    base = np.random.default_rng(2).uniform(-50, 50, (6, 8)).astype(np.float32)
+    for make in (lambda a: a[::-1, ::2], lambda a: a.T[:, 1:],
+                 lambda a: _strided(a, (1, 8), (0, 4))):
+        want = make(base.copy()).copy()
+        I.interpret(sin_in_place, want)
+        view = make(base.copy())
+        SELF_RUNNERS[target](view)
+        assert np.array_equal(np.ascontiguousarray(view).view(np.uint32),
+                              want.view(np.uint32))

@@ -251,3 +251,67 @@ def test_a_gathered_condition_in_range_and_out_of_range():
         k(x, ix, oy, np.zeros(count, np.float32))
     assert str(e_got.value) == str(e_want.value)
     assert "store" in str(e_want.value)
+
+
+@I.kernel
+def sin_in_place(x: I.Buffer[I.f32, "N"]):
+    x[:] = I.sin(x)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_in_place_sin_is_decided_by_blocks(threads):
+    """x[i] = sin(x[i]): the condition pass reads x before the block writes it, which is
+    right because each iteration stores only the element it loaded (and the buffer's
+    elements are distinct: the call checks it)."""
+    k = I.compile(sin_in_place, target="cpu", threads=threads)
+    assert "likely.test" in k.llvm_ir()
+    base = np.random.default_rng(4).uniform(-100, 100, 2 * (5 * BLOCK + 3)).astype(np.float32)
+    base[2 * BLOCK + 7] = 3e29
+    for view in (lambda a: a, lambda a: a[::-2]):
+        want = view(base.copy()).copy()
+        I.interpret(sin_in_place, want)
+        got = view(base.copy())
+        k(got)
+        assert np.array_equal(_bits(got), _bits(want))
+
+
+# the condition reads x[i] after the body stored into it: deciding the block first would
+# read the value before that store, so this loop keeps the plain form
+_STORE_FIRST = """func @store_first(%x: buffer<f32[N]>, %y: buffer<f32[N]>) {
+  %N = dim(%x) {axis = 0} : index
+  %c0 = constant() {value = 0} : index
+  %c1 = constant() {value = 1} : index
+  %one = constant() {value = 1.0} : f32
+  %ten = constant() {value = 10.0} : f32
+  for(%c0, %N, %c1) ({
+  ^(%i: index):
+    %v = load(%x, %i) : f32
+    %w = mul(%v, %ten) : f32
+    store(%w, %x, %i)
+    %u = load(%x, %i) : f32
+    %small = cmp(%u, %one) {pred = "lt"} : bool
+    %r = if(%small) {likely = true} ({
+    ^():
+      yield(%one)
+    }, {
+    ^():
+      yield(%ten)
+    }) : f32
+    store(%r, %y, %i)
+    yield()
+  })
+  return()
+}
+"""
+
+
+def test_a_condition_read_after_the_store_keeps_the_plain_form():
+    m = I.parse(_STORE_FIRST)
+    k = I.compile(m, target="cpu", threads=1)
+    assert "likely.test" not in k.llvm_ir()
+    x = np.linspace(-0.5, 0.5, 3 * BLOCK).astype(np.float32)
+    want_x, want_y = x.copy(), np.zeros_like(x)
+    I.interpret(m, want_x, want_y)
+    got_x, got_y = x.copy(), np.zeros_like(x)
+    k(got_x, got_y)
+    assert np.array_equal(_bits(got_y), _bits(want_y)) and (want_y == 10.0).any()

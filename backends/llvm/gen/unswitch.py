@@ -16,7 +16,10 @@ Each of the three loops is branch-free, so each is vectorized; the bits are the 
 by construction (where ``all`` holds, the select would pick the then arm everywhere).
 The first loop reads what the body reads before the body runs, so a loop is taken this
 way only when no store of its body may write memory that the slice loads (a read-only
-input, or no alias: ``ninfer_ir.alias``); others keep the plain form.
+input, or no alias: ``ninfer_ir.alias``), or when the only such stores write, after the
+load, the very element the iteration loaded, indexed by the loop's own index
+(``x[i] = sin(x[i])``), along an axis whose stride is not zero (checked at run time);
+others keep the plain form.
 """
 from __future__ import annotations
 
@@ -42,6 +45,8 @@ BLOCK = 64
 class Plan:
     ifs: tuple          # the likely ifs at the top level of the body
     slice: tuple        # the body's ops that compute their conditions, in order
+    own: tuple = ()     # (load, axis): loads of the element the iteration itself stores,
+                        # whose axis (indexed by the loop's own index) needs a stride
 
 
 def _slice_op(op) -> bool:
@@ -71,15 +76,57 @@ def plan(loop) -> Plan | None:
             return None
         taken.add(op)
         work.extend(op.operands)
-    loads = [op.source for op in taken if isinstance(op, O.LoadOp)]
-    writes = [w for op in body.ops for inner in op.walk() for w in inner.memory_writes()]
-    if any(not is_input(r) and may_alias(r, w) for r in loads for w in writes):
+    own = []
+    for load in (op for op in body.ops if op in taken and isinstance(op, O.LoadOp)):
+        if is_input(load.source):
+            continue
+        writers = [inner for op in body.ops for inner in op.walk()
+                   if any(may_alias(load.source, w) for w in inner.memory_writes())]
+        if not writers:
+            continue
+        axis = _own_element(loop, body, load, writers)
+        if axis is None:
+            return None
+        own.append((load, axis))
+    return Plan(ifs, tuple(op for op in body.ops if op in taken), tuple(own))
+
+
+def _own_element(loop, body, load, writers):
+    """The axis by which every store that may write what ``load`` reads stores the very
+    element ``load`` reads in the same iteration, after it (``x[i] = f(x[i])``): then no
+    iteration writes what another one's condition reads, provided that axis has a
+    stride (checked at run time). None when that is not so."""
+    iv = loop.body.args[0]
+    idx = list(load.indices)
+    if iv not in idx:
         return None
-    return Plan(ifs, tuple(op for op in body.ops if op in taken))
+    at = body.ops.index(load)
+    for w in writers:
+        if not (isinstance(w, O.StoreOp) and w.parent is body and w.dest is load.source
+                and list(w.indices) == idx and body.ops.index(w) > at):
+            return None
+    return idx.index(iv)
 
 
 def emit(e, loop, p: Plan, lb, step, k0, k1) -> None:
-    """``for k in [k0, k1)`` of ``loop`` (iv = lb + k*step) in blocks, as above."""
+    """``for k in [k0, k1)`` of ``loop`` (iv = lb + k*step) in blocks, as above; where an
+    element the loop stores in place has no stride, the plain loop."""
+    b = e.b
+    if not p.own:
+        _blocks(e, loop, p, lb, step, k0, k1)
+        return
+    strided = ir.Constant(ir.IntType(1), 1)
+    for load, axis in p.own:
+        view = e.value(load.source)
+        strided = b.and_(strided, b.icmp_signed("!=", view.strides[axis], i64c(0)))
+    with b.if_else(strided) as (blocked, plain):
+        with blocked:
+            _blocks(e, loop, p, lb, step, k0, k1)
+        with plain:
+            e.loop(loop, lb, step, k0, k1, [], blocked=False)
+
+
+def _blocks(e, loop, p: Plan, lb, step, k0, k1) -> None:
     b, fn = e.b, e.fn
     span = b.sub(k1, k0)
     nblocks = b.select(b.icmp_signed(">", span, i64c(0)),

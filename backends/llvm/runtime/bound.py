@@ -35,7 +35,7 @@ import numpy as np
 
 from ninfer_ir.errors import VerifyError
 from ninfer_ir.backends.abi import ERR_SLOTS, error_for_status
-from ninfer_ir.backends.signature import bind_call, param_name
+from ninfer_ir.backends.signature import bind_call, param_name, shares_elements
 
 from ninfer_ir.backends.llvm.runtime.descriptors import (element_strides, int_range,
                                                           scalar_bits, write_arrays)
@@ -203,7 +203,8 @@ class BoundKernel:
         for i, dtype, rank, want, buffer, slot in self._free_arrays:
             x = args[i]
             if type(x) is not np.ndarray or x.dtype != dtype or x.ndim != rank \
-                    or (buffer and not x.flags.writeable):
+                    or (buffer and not (x.flags.writeable and (x.flags.c_contiguous
+                                                               or not shares_elements(x)))):
                 return None
             shape = x.shape
             for axis, d in want:

@@ -37,6 +37,7 @@ from ninfer_ir.errors import CompileError, NinferError, VerifyError
 from ninfer_ir.ir import FuncOp, Module
 from ninfer_ir.types import BufferType, ShapedType
 from ninfer_ir.backends.interp.eager import bind_arguments
+from ninfer_ir.backends.signature import shares_elements
 
 from ninfer_ir.backends.llvm.gen.codegen import lower_module, slot_layout
 from ninfer_ir.backends.llvm.runtime.bound import BoundKernel
@@ -290,7 +291,8 @@ class CompiledKernel:
                     if (symbols.setdefault(d, size[axis]) if d.__class__ is str else d) \
                             != size[axis]:
                         return None
-                if buffer and not x.flags.writeable:
+                if buffer and not (x.flags.writeable and (x.flags.c_contiguous
+                                                          or not shares_elements(x))):
                     return None
             arrays.append(x)
         return arrays
