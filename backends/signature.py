@@ -126,6 +126,8 @@ def shares_elements(x) -> bool:
     zero stride on an axis of two or more, or strides that interleave. The test is the
     usual sufficient one (each axis, by increasing stride, steps past the span of the
     ones below it), so an exotic interleaved layout without a shared byte counts too."""
+    if 0 in x.shape:                     # no elements (numpy gives such arrays zero strides)
+        return False
     span = x.itemsize
     for stride, n in sorted((abs(s), n) for s, n in zip(x.strides, x.shape) if n > 1):
         if stride < span:

@@ -59,8 +59,8 @@ from .alias import root
 from .ops_select import GEMM_PAIRS
 from .sumorder import SumOrder
 
-__all__ = ["Match", "RowLoop", "QuantizedRow", "DecodedRow", "match_loop",
-           "decode_rows_takes", "GEMM_KERNELS"]
+__all__ = ["Match", "RowLoop", "QuantizedRow", "DecodedRow", "GemmEpilogueParts",
+           "match_loop", "decode_rows_takes", "GEMM_KERNELS"]
 
 
 @dataclass
@@ -145,6 +145,16 @@ class RowLoop:
         return (len(self.dots) == 1 and len(ep) == 2 and isinstance(ep[0], O.LoadOp)
                 and ep[0].source is self.dots[0].result and isinstance(ep[1], O.StoreOp)
                 and ep[1].value is ep[0].result)
+
+
+@dataclass
+class GemmEpilogueParts:
+    """A GEMM nest with an epilogue or several dots: its inner loop, that loop's
+    ``RowLoop`` and the body's ``quantize_into`` of the activation row (None when the
+    rows are records defined outside the nest)."""
+    inner: object
+    rows: RowLoop
+    quant: object
 
 
 @dataclass
@@ -357,7 +367,7 @@ def _gemm(loop, name):
     # an epilogue, or several dots (gate and up): each dot a GEMM into a staging block,
     # then the epilogue over the nest (``gemm_nest.GemmEpilogue``)
     return Match(kernel, [p for d in rows.dots for p in (d.view.operands[0], src)] +
-                 rows.outputs, (inner, rows, quant),
+                 rows.outputs, GemmEpilogueParts(inner, rows, quant),
                  {"dots": len(rows.dots), "epilogue": found.attrs["epilogue"]})
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ninfer_ir import ops as O
 from ninfer_ir.builder import region_with_block
-from ninfer_ir.library import Match, RowLoop, match_loop
+from ninfer_ir.library import GemmEpilogueParts, Match, RowLoop, match_loop
 from ninfer_ir.ops_select import KernelCallOp
 from ninfer_ir.printer import Namer, print_func
 
@@ -96,7 +96,7 @@ class SelectKernels(Pass):
 
 
 def _why(match: Match) -> str:
-    if isinstance(match.parts, tuple) and len(match.parts) == 3:
+    if isinstance(match.parts, GemmEpilogueParts):
         dots = match.attrs["dots"]
         return (f"the GEMM kernel computes the {'dots' if dots > 1 else 'dot'} of the whole "
                 f"nest into a staging block, then the loop's epilogue runs on it "

@@ -119,3 +119,13 @@ def test_strided_buffers_with_distinct_elements_are_taken(target):
         SELF_RUNNERS[target](view)
         assert np.array_equal(np.ascontiguousarray(view).view(np.uint32),
                               want.view(np.uint32))
+
+
+def test_which_layouts_share_elements():
+    from ninfer_ir.backends.signature import shares_elements
+    a = np.zeros((4, 6), np.float32)
+    assert not shares_elements(a) and not shares_elements(a.T) and not shares_elements(a[::-1, ::3])
+    assert not shares_elements(np.zeros((0, 2), np.float32))      # no elements: strides (0, 0)
+    assert not shares_elements(_strided(a, (1, 6), (0, 4)))       # a zero stride on an axis of one
+    assert shares_elements(_strided(a, (2, 6), (0, 4)))
+    assert shares_elements(_strided(a, (3, 4), (8, 4)))           # rows two floats apart, four long

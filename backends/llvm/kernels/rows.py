@@ -31,7 +31,8 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from ninfer_ir.errors import VerifyError
-from ninfer_ir.library import GEMM_KERNELS, Match, QuantizedRow, match_loop
+from ninfer_ir.library import (GEMM_KERNELS, GemmEpilogueParts, Match, QuantizedRow,
+                               match_loop)
 from ninfer_ir.ops_select import KernelCallOp
 
 from ninfer_ir.backends.llvm.gen.emitter import Reg, carried_loop, i64c
@@ -63,8 +64,9 @@ def selected(loop):
                           f"its loop", call)
     if gemm:
         from ninfer_ir.backends.llvm.kernels.gemm_nest import GemmEpilogue, GemmNest
-        if len(found.parts) == 3:            # (inner, its RowLoop, quantize): an epilogue
-            return GemmEpilogue(found.kernel, *found.parts)
+        if isinstance(found.parts, GemmEpilogueParts):
+            p = found.parts
+            return GemmEpilogue(found.kernel, p.inner, p.rows, p.quant)
         return GemmNest(found.kernel, *found.parts)
     return RowsCall(found.parts)
 
