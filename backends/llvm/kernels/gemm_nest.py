@@ -38,13 +38,8 @@ F32P = ir.FloatType().as_pointer()
 
 
 
-class GemmNest:
-    """The matched ops of a GEMM nest (``library.Match.parts``) and its emission."""
-
-    def __init__(self, kernel, inner, sv, qd, st, quant):
-        self.kernel = kernel
-        self.inner, self.sv, self.qd, self.st, self.quant = inner, sv, qd, st, quant
-        self.pair = qd.pair
+class _Nest:
+    """What the emitter calls on a selected nest (``rows.selected``)."""
 
     def emit_loop(self, e, loop, lb, step, n):
         """The whole loop, on the pool where there is one."""
@@ -53,6 +48,15 @@ class GemmNest:
     def emit(self, e, loop, lb, step, k0, k1):
         """Iterations ``[k0, k1)`` of the loop over m, in the calling thread."""
         self._emit(e, loop, lb, step, k0, k1, None)
+
+
+class GemmNest(_Nest):
+    """The matched ops of a GEMM nest (``library.Match.parts``) and its emission."""
+
+    def __init__(self, kernel, inner, sv, qd, st, quant):
+        self.kernel = kernel
+        self.inner, self.sv, self.qd, self.st, self.quant = inner, sv, qd, st, quant
+        self.pair = qd.pair
 
     def _emit(self, e, loop, lb, step, k0, k1, par):
         b = e.b
@@ -195,7 +199,7 @@ def quantize_rows(e, quant, x, m_first, m_count, count):
     return xq, slot, failed
 
 
-class GemmEpilogue:
+class GemmEpilogue(_Nest):
     """A GEMM nest whose inner loop has an epilogue or several dots (``f[m, n] =
     gelu(g) * u`` of two dots): each dot as one GEMM call into a staging block of the
     nest's ``M x N`` results, then the epilogue over ``(m, n)`` in the nest's order, with
@@ -209,12 +213,6 @@ class GemmEpilogue:
     def __init__(self, kernel, inner, rows, quant):
         self.kernel, self.inner, self.rows, self.quant = kernel, inner, rows, quant
         self.pair = rows.dots[0].op.pair
-
-    def emit_loop(self, e, loop, lb, step, n):
-        self._emit(e, loop, lb, step, i64c(0), n, e.par)
-
-    def emit(self, e, loop, lb, step, k0, k1):
-        self._emit(e, loop, lb, step, k0, k1, None)
 
     def _emit(self, e, loop, lb, step, k0, k1, par):
         b = e.b
