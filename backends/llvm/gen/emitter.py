@@ -5,6 +5,7 @@ block that frees live heap blocks and returns the status word, and counted loops
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
@@ -216,6 +217,15 @@ class Emitter:
         for slot in self.heap_slots:
             self.b.call(free, [self.b.load(slot)])
         self.b.ret(status)
+
+    @contextmanager
+    def unguarded(self):
+        """Emit without bounds guards, where every index is known to be in range."""
+        saved, self.options["bounds_checks"] = self.options["bounds_checks"], False
+        try:
+            yield
+        finally:
+            self.options["bounds_checks"] = saved
 
     # structure
     def block(self, block):

@@ -31,7 +31,7 @@ from ninfer_ir.backends.llvm.kernels.qgemm import ENV_WORDS, add_gemm, add_gemm_
 from ninfer_ir.backends.llvm.kernels.qir import all_of
 from ninfer_ir.backends.llvm.kernels.records import ROWS_PARALLEL_ELEMENTS, apart, scratch
 
-__all__ = ["GemmNest", "GemmEpilogue", "gemm_call", "quantize_rows"]
+__all__ = ["GemmNest", "GemmEpilogue", "gemm_call", "nest_conditions", "quantized_then"]
 
 F32P = ir.FloatType().as_pointer()
 
@@ -76,22 +76,18 @@ class GemmNest(_Nest):
             i = e.value(v)
             y_base = b.gep(y_base, [b.mul(i, y_strides[axis])])
             in_range += [b.icmp_signed(">=", i, i64c(0)), b.icmp_signed("<", i, y.shape[axis])]
-        s0, s1, s2 = src.byte_strides(b)
-        w0, w1, w2 = w.byte_strides(b)
-        conds = [
-            b.icmp_signed(">", m_count, i64c(0)), b.icmp_signed(">", n_count, i64c(0)),
-            b.icmp_signed(">=", m_first, i64c(0)), b.icmp_signed("<=", b.add(lb, k1), src.shape[0]),
+        s0, s1, _ = src.byte_strides(b)
+        w0, w1, _ = w.byte_strides(b)
+        conds = nest_conditions(e, self.quant, self.qd.operands[1], src, [w], m_first,
+                                b.add(lb, k1), n_first, n_end, count) + [
             b.icmp_signed("<=", b.add(lb, k1), y.shape[-2]),
-            b.icmp_signed(">=", n_first, i64c(0)), b.icmp_signed("<=", n_end, w.shape[0]),
             b.icmp_signed("<=", n_end, y.shape[-1]), *in_range,
-            b.icmp_signed("==", count, src.shape[1]), b.icmp_signed("==", w2, i64c(1)),
             b.icmp_signed("==", b.srem(ym, i64c(4)), i64c(0)),
             b.icmp_signed("==", b.srem(yn, i64c(4)), i64c(0)),
             b.icmp_unsigned("==", b.and_(b.ptrtoint(y_base, I64), i64c(3)), i64c(0)),
             apart(e, self.st.operands[1], self.sv.operands[0]),
             apart(e, self.st.operands[1], src_value),
         ]
-        conds += activation_layout(e, self.quant, self.qd.operands[1], src, count)
         fast = all_of(b, conds)
         with b.if_else(fast) as (then, otherwise):
             with then:
@@ -113,19 +109,13 @@ class GemmNest(_Nest):
         """Quantize rows ``m_first ..`` of ``x`` into scratch, then the GEMM on it; the
         ordinary loop if a quantize fails."""
         b = e.b
-        rec = self.pair.rhs.record_bytes
-        row_bytes = b.mul(count, i64c(rec))
-        xq, slot, failed = quantize_rows(e, self.quant, x, m_first, m_count, count)
-        with b.if_else(failed) as (bad, good):
-            with bad:
-                e.free_slot(slot)
-                e.loop(loop, lb, step, k0, k1, [])
-            with good:
-                n_count, y_first, ym, yn = tail
-                self._gemm(e, par, w_args + [xq, row_bytes, i64c(rec), count, m_count,
-                                             n_count, y_first, b.sdiv(ym, i64c(4)),
-                                             b.sdiv(yn, i64c(4))])
-                e.free_slot(slot)
+        n_count, y_first, ym, yn = tail
+        quantized_then(e, self.quant, x, m_first, m_count, count,
+                       lambda: e.loop(loop, lb, step, k0, k1, []),
+                       lambda xq, row_bytes, rec: self._gemm(
+                           e, par, w_args + [xq, row_bytes, rec, count, m_count, n_count,
+                                             y_first, b.sdiv(ym, i64c(4)),
+                                             b.sdiv(yn, i64c(4))]))
 
     def _gemm(self, e, par, args):
         gemm_call(e, par, self.pair, args)
@@ -162,26 +152,37 @@ def gemm_call(e, par, pair, args):
                    [b.bitcast(body, I8P), env_ptr, blocks, e.err])
 
 
-def activation_layout(e, quant, xq, src, count):
-    """i1s: the activation rows ``src`` are in a layout the GEMM reads: contiguous record
+def nest_conditions(e, quant, xq, src, ws, m_first, m_end, n_first, n_end, count):
+    """i1s of a GEMM nest over rows ``[m_first, m_end)`` of the activations ``src`` and
+    ``[n_first, n_end)`` of each weight view of ``ws``: both ranges non-empty and in
+    range, ``count`` records a row everywhere, each weight row's record bytes
+    contiguous, and the activation rows in a layout the GEMM reads: contiguous record
     bytes (records form, ``quant`` None), or contiguous floats with float-aligned row
     strides and a quantize buffer ``xq`` (an ``alloc`` sized outside the nest) of
     ``count`` records."""
     b = e.b
+    conds = [b.icmp_signed(">", m_end, m_first), b.icmp_signed(">", n_end, n_first),
+             b.icmp_signed(">=", m_first, i64c(0)), b.icmp_signed("<=", m_end, src.shape[0]),
+             b.icmp_signed(">=", n_first, i64c(0)), b.icmp_signed("==", count, src.shape[1])]
+    for w in ws:
+        conds += [b.icmp_signed("<=", n_end, w.shape[0]), b.icmp_signed("==", w.shape[1], count),
+                  b.icmp_signed("==", w.byte_strides(b)[2], i64c(1))]
     s0, s1, s2 = src.byte_strides(b)
     if quant is None:
-        return [b.icmp_signed("==", s2, i64c(1))]
+        return conds + [b.icmp_signed("==", s2, i64c(1))]
     alloc = xq.op
     size = e.value(alloc.operands[0]) if alloc.operands else i64c(alloc.result.type.shape[0])
-    return [b.icmp_signed("==", s2, i64c(4)),
-            b.icmp_signed("==", b.srem(s1, i64c(4)), i64c(0)),
-            b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0)),
-            b.icmp_signed("==", size, count)]
+    return conds + [b.icmp_signed("==", s2, i64c(4)),
+                    b.icmp_signed("==", b.srem(s1, i64c(4)), i64c(0)),
+                    b.icmp_signed("==", b.srem(s0, i64c(4)), i64c(0)),
+                    b.icmp_signed("==", size, count)]
 
 
-def quantize_rows(e, quant, x, m_first, m_count, count):
+def quantized_then(e, quant, x, m_first, m_count, count, fallback, run):
     """Rows ``m_first ..`` of the f32 ``x`` quantized by ``quant``'s CPU kernel into one
-    scratch block: (its address, its heap slot, i1 "a row failed")."""
+    scratch block, then ``run(xq, row bytes, record bytes)``; if a row fails,
+    ``fallback()`` instead (the ordinary loop, from the start, so the error and what was
+    stored before it are the interpreter's). The block is freed either way."""
     b = e.b
     rec = quant.target.record_bytes
     row_bytes = b.mul(count, i64c(rec))
@@ -196,7 +197,13 @@ def quantize_rows(e, quant, x, m_first, m_count, count):
         return [b.or_(carried[0], b.icmp_signed("!=", status, i64c(0)))]
     (failed,) = carried_loop(b, e.fn, i64c(0), m_count, [ir.Constant(ir.IntType(1), 0)],
                              row, name="gemm.quantize")
-    return xq, slot, failed
+    with b.if_else(failed) as (bad, good):
+        with bad:
+            e.free_slot(slot)
+            fallback()
+        with good:
+            run(xq, row_bytes, i64c(rec))
+            e.free_slot(slot)
 
 
 class GemmEpilogue(_Nest):
@@ -230,16 +237,8 @@ class GemmEpilogue(_Nest):
         weights = [d.view.operands[0] for d in rows.dots]
         ws = [e.value(w) for w in weights]
         count = ws[0].shape[1]
-        conds = [b.icmp_signed(">", m_count, i64c(0)), b.icmp_signed(">", n_count, i64c(0)),
-                 b.icmp_signed(">=", m_first, i64c(0)),
-                 b.icmp_signed("<=", m_end, src.shape[0]),
-                 b.icmp_signed(">=", n_first, i64c(0)),
-                 b.icmp_signed("==", count, src.shape[1])]
-        for w in ws:
-            conds += [b.icmp_signed("<=", n_end, w.shape[0]),
-                      b.icmp_signed("==", w.shape[1], count),
-                      b.icmp_signed("==", w.byte_strides(b)[2], i64c(1))]
-        conds += activation_layout(e, self.quant, xq_value, src, count)
+        conds = nest_conditions(e, self.quant, xq_value, src, ws, m_first, m_end, n_first,
+                                n_end, count)
         for op in rows.loads + rows.stores:      # every epilogue index in range
             view = e.value(op.source)
             if isinstance(view, Reg):
@@ -268,16 +267,11 @@ class GemmEpilogue(_Nest):
             self._run(e, par, b.gep(src.ptr, [b.mul(m_first, s0)]), s0, s1, ws, m_first,
                       m_count, n_first, n_count, count)
             return
-        rec = self.pair.rhs.record_bytes
-        xq, slot, failed = quantize_rows(e, self.quant, src, m_first, m_count, count)
-        with b.if_else(failed) as (bad, good):
-            with bad:
-                e.free_slot(slot)
-                e.loop(loop, lb, step, k0, k1, [])
-            with good:
-                self._run(e, par, xq, b.mul(count, i64c(rec)), i64c(rec), ws, m_first,
-                          m_count, n_first, n_count, count)
-                e.free_slot(slot)
+        quantized_then(e, self.quant, src, m_first, m_count, count,
+                       lambda: e.loop(loop, lb, step, k0, k1, []),
+                       lambda xq, row_bytes, rec: self._run(
+                           e, par, xq, row_bytes, rec, ws, m_first, m_count, n_first,
+                           n_count, count))
 
     def _run(self, e, par, xq, xq_row, xq_rec, ws, m_first, m_count, n_first, n_count,
              count):
@@ -309,10 +303,6 @@ class GemmEpilogue(_Nest):
                 return []
             carried_loop(b, e.fn, i64c(0), n_count, [], col, name="gemm.epilogue")
             return []
-        # every index is in range (checked): no bounds guards, so LLVM may vectorize
-        checks, e.options["bounds_checks"] = e.options["bounds_checks"], False
-        try:
+        with e.unguarded():        # every index is in range (checked): LLVM may vectorize
             carried_loop(b, e.fn, i64c(0), m_count, [], row, name="gemm.rows")
-        finally:
-            e.options["bounds_checks"] = checks
         e.free_slot(slot)

@@ -185,10 +185,7 @@ class RowsCall:
                 return []
             # every index is in range (``_in_range``): no bounds guards, so LLVM may
             # vectorize the epilogue
-            checks, e.options["bounds_checks"] = e.options["bounds_checks"], False
-            try:
+            with e.unguarded():
                 carried_loop(b, e.fn, i64c(0), rows, [], row, name="epilogue")
-            finally:
-                e.options["bounds_checks"] = checks
             return []
         carried_loop(b, e.fn, i64c(0), blocks, [], block, name="rowblock")
