@@ -416,6 +416,15 @@ class AbsOp(UnaryOp):
     dsl_call = "abs"
 
 
+class SqrtOp(UnaryOp):
+    """The IEEE square root of a float, correctly rounded like ``+ - * /`` (f16: the f32
+    root rounded once, exact). -0 gives -0, a negative number the produced NaN, a NaN
+    itself quieted. A basic operation the math library builds on: the DSL's ``I.sqrt``
+    is the ``math`` function, which also gives the canonical NaN."""
+    name = "sqrt"
+    accepts = "float"
+
+
 class NotOp(UnaryOp):
     """Bitwise not on integers, logical not on bool."""
     name = "not"
@@ -850,7 +859,7 @@ class MathOp(ExpandedOp):
 OPS = MappingProxyType({cls.name: cls for cls in (
     FuncOp, ReturnOp, ConstantOp, ConstantTensorOp, DimOp, SubviewOp, LoadOp, StoreOp, CopyOp,
     AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp, XorOp, ShlOp, ShrOp,
-    NegOp, AbsOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
+    NegOp, AbsOp, SqrtOp, NotOp, CmpOp, SelectOp, CastOp, BitcastOp, ReduceOp, DotOp,
     QuantizeOp, QuantizedDotOp, YieldOp, ForOp, IfOp, AllocOp, DeallocOp, QuantizeIntoOp,
     CheckOp, DecodeOp, KernelCallOp, MathOp,
 )})

@@ -28,7 +28,7 @@ from .scalars import TYPEDEFS
 
 __all__ = ["HostCEmitter", "HostKernel", "GCC_FLAGS", "compile_shared"]
 
-GCC_FLAGS = ("-O2", "-ffp-contract=off", "-fno-fast-math", "-shared", "-fPIC", "-std=gnu11")
+GCC_FLAGS = ("-O2", "-ffp-contract=off", "-fno-fast-math", "-fno-math-errno", "-shared", "-fPIC", "-std=gnu11")
 
 
 class HostCEmitter(CLikeEmitter):
@@ -37,6 +37,7 @@ class HostCEmitter(CLikeEmitter):
     PRIMS = {
         "fadd32": "$a + $b", "fsub32": "$a - $b", "fmul32": "$a * $b", "fdiv32": "$a / $b",
         "fadd64": "$a + $b", "fsub64": "$a - $b", "fmul64": "$a * $b", "fdiv64": "$a / $b",
+        "fsqrt32": "__builtin_sqrtf($a)", "fsqrt64": "__builtin_sqrt($a)",
         "bits64": "nq_u64 u; memcpy(&u, &x, 8); return u;",
         "from_bits64": "double x; memcpy(&x, &u, 8); return x;",
         "f2d": "(double)($a)", "d2f": "(float)($a)", "i2f": "(float)$a", "i2d": "(double)$a",

@@ -10,8 +10,8 @@ host C and CUDA. Every rule reproduces the interpreter bit for bit:
   signed overflow (undefined in C) ever happens; ``div``/``rem`` by 0 give 0 and
   ``MIN / -1`` gives ``MIN`` (remainder 0) without trapping;
 - shifts read the amount as u64; ``>= width`` gives 0 or the sign fill;
-- f32/f64 ``+ - * /`` are single IEEE operations, never contracted (the primitives
-  are ``__fadd_rn``-style intrinsics on CUDA; host C is compiled with
+- f32/f64 ``+ - * /`` and ``sqrt`` are single IEEE operations, never contracted (the
+  primitives are ``__fadd_rn``-style intrinsics on CUDA; host C is compiled with
   ``-ffp-contract=off``); ``rem`` is an exact integer ``fmod`` (CUDA's ``fmodf``
   contains FMA instructions); ``neg``/``abs`` flip or clear the sign bit;
 - ``min``/``max`` propagate NaN as the canonical quiet NaN and order -0 < +0;
@@ -302,6 +302,8 @@ class Library:
             return self.bitcast_expr(t, attrs["to"], x[0])
         if name == "cast":
             return self.cast_expr(t, attrs["to"], x[0])
+        if name == "sqrt":
+            return f"{self.sqrt(t)}({x[0]})"
         if name in ("neg", "abs", "not"):
             return self.unary_expr(name, t, x[0])
         if name in _BITWISE:
@@ -316,6 +318,29 @@ class Library:
         if t.is_float:
             return self._float_binary(tag, name, t)
         return self._int_binary(tag, name, t)
+
+    def sqrt(self, t: ScalarType) -> str:
+        """The helper computing the IEEE square root of a ``t``; returns its name. The
+        primitive (``sqrtf``/``__fsqrt_rn``) is correctly rounded; the NaN of a negative
+        operand and the quieted NaN operand are selected around it (CUDA's differ)."""
+        tag = f"nq_sqrt_{c_name(t)}"
+        if t is f16:
+            inner = self.sqrt(f32)
+            self.f16_to_f32()
+            self.f32_to_f16()
+            return self.define(tag, "$FN nq_f16 $NAME(nq_f16 a) {\n"
+                                    "    return nq_f32_to_f16($F(nq_f16_to_f32(a)));\n}\n",
+                               F=inner)
+        w = t.bits
+        if w == 64:
+            self.bits64()
+        bits, from_bits = ("nq_bits", "nq_from_bits") if w == 32 else ("nq_bits64",
+                                                                     "nq_from_bits64")
+        return self.define(tag, "$FN $T $NAME($T a) {\n"
+                                "    if (a != a) return $FROM($BITS(a) | $QUIET);\n"
+                                "    return a < 0 ? $FROM($NAN) : $P;\n}\n",
+                           T=c_type(t), P=self.prim(f"fsqrt{w}", "a"), BITS=bits,
+                           FROM=from_bits, QUIET=_QUIET_BIT[w], NAN=_PRODUCED_NAN[w])
 
     def _via_f32(self, tag, name, t):
         inner = self.binary(name, f32)

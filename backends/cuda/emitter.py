@@ -55,6 +55,7 @@ class CudaEmitter(CLikeEmitter):
         "fmul32": "__fmul_rn($a, $b)", "fdiv32": "__fdiv_rn($a, $b)",
         "fadd64": "__dadd_rn($a, $b)", "fsub64": "__dsub_rn($a, $b)",
         "fmul64": "__dmul_rn($a, $b)", "fdiv64": "__ddiv_rn($a, $b)",
+        "fsqrt32": "__fsqrt_rn($a)", "fsqrt64": "__dsqrt_rn($a)",
         "bits64": "return (nq_u64)__double_as_longlong(x);",
         "from_bits64": "return __longlong_as_double((long long)u);",
         "f2d": "(double)($a)", "d2f": "__double2float_rn($a)", "i2f": "(float)$a",

@@ -54,6 +54,10 @@ class Val:
     def abs(self):
         return self.c.op("abs", [self], {}, self.t)
 
+    def sqrt(self):
+        """The IEEE square root (the basic ``sqrt`` op: correctly rounded)."""
+        return self.c.op("sqrt", [self], {}, self.t)
+
     def min(self, o):
         return self._bin("min", o)
 

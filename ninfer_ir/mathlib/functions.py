@@ -9,8 +9,9 @@ about 2^-51; its rounding to f32 is the correctly rounded result except where th
 value lies that close to an f32 rounding boundary. Those inputs were found by exhaustive
 search and are listed with their results (``_fix``). ``exp``, ``exp2`` and ``tanh``
 share one rational fit of tanh on a reduced argument (``_tanh_small``). ``erf`` evaluates a double-double
-``hi + lo`` and rounds it once (``round_dd``). ``sqrt`` and ``rsqrt`` round a Newton
-approximation and correct it with one exact test at the f32 midpoint on its side. The
+``hi + lo`` and rounds it once (``round_dd``). ``sqrt`` is the IEEE root (the basic
+``sqrt`` op); ``rsqrt`` rounds an f64 approximation (the f32 ``1/sqrt`` and one Newton
+step) and corrects it with one exact test at the f32 midpoint on its side. The
 rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
@@ -104,16 +105,6 @@ def trunc(x):
 
 # -- square roots -------------------------------------------------------------------
 
-def _rsqrt64(xd):
-    """1/sqrt(xd) for a positive normal f64, relative error below 2^-34: an integer
-    first guess (within 3.5 %) and three Newton steps y(3 - x y^2)/2."""
-    y = (xd.c.const(0x5FE6EB50C7B537A9, u64) - (xd.bitcast(u64) >> 1)).bitcast(f64)
-    half = xd * 0.5
-    for _ in range(3):
-        y = y * (1.5 - half * y * y)
-    return y
-
-
 def _rounded(y, beyond):
     """The correctly rounded f32 of a positive value t, from an f64 ``y`` within 2^-34
     of it: r = f32(y) is right unless t lies beyond the f32 midpoint ``m`` between r and
@@ -127,12 +118,9 @@ def _rounded(y, beyond):
 
 
 def sqrt(x):
-    xd = x.cast(f64)
-    # a midpoint has 25 bits: its square is exact. For x = +-0 the f64 value is x itself,
-    # r = x and the neighbour a NaN, which is never "beyond", so r = x needs no select
-    r = _rounded(xd * _rsqrt64(xd), lambda m, up: select(up, (m * m).le(xd), (m * m).gt(xd)))
-    r = select(x.eq(float("inf")), x, r)
-    return select(x.ge(0.0), r, bits_const(x.c, QNAN, f32))      # x < 0 or NaN
+    # the IEEE root is correctly rounded, -0 -> -0, +inf -> +inf; x < 0 or NaN: the
+    # canonical NaN
+    return select(x.ge(0.0), x.sqrt(), bits_const(x.c, QNAN, f32))
 
 
 def _above_one(m, xd):
@@ -144,10 +132,21 @@ def _above_one(m, xd):
     return (a * xd - 1.0).gt(-((mm - a) * xd))
 
 
+def _rsqrt64(x, xd):
+    """1/sqrt(x) for a positive finite f32 ``x`` (``xd`` its f64), relative error below
+    2^-45: ``y = 1/sqrt(x)`` in f32 (two correct roundings: within 2^-23 relative; no
+    overflow or underflow for any positive finite f32), then one Newton step
+    ``y (3 - x y^2)/2`` in f64, which squares the error (1.5 * 2^-46 plus the f64
+    roundings)."""
+    y = (1.0 / x.sqrt()).cast(f64)
+    return y * (1.5 - (xd * 0.5) * y * y)
+
+
 def rsqrt(x):
     xd = x.cast(f64)
-    # 1/sqrt(x) > m exactly when m*m*x < 1 (never equal: no tie)
-    r = _rounded(_rsqrt64(xd), lambda m, up: _above_one(m, xd).ne(up))
+    # 1/sqrt(x) > m exactly when m*m*x < 1 (never equal: no tie); for x = 0 or +inf the
+    # guess is inf or 0 and the selects below give the result
+    r = _rounded(_rsqrt64(x, xd), lambda m, up: _above_one(m, xd).ne(up))
     r = select(x.eq(0.0), copysign(bits_const(x.c, INF, f32), x), r)
     r = select(x.eq(float("inf")), x.c.const(0.0, f32), r)
     return select(x.ge(0.0), r, bits_const(x.c, QNAN, f32))      # x < 0 or NaN

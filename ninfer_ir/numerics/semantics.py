@@ -12,7 +12,8 @@ rounding are explicit here.
 - Floats: IEEE binary16/32/64 with round-to-nearest-even; no FMA, no flush to zero.
   A NaN produced from non-NaN operands (``0/0``, ``inf - inf``, ``0 * inf``, ``x % 0``,
   ``inf % y``) is ``produced_nan``: sign set, quiet, zero payload (the x86-64 default
-  NaN). One NaN operand gives that NaN, quieted.
+  NaN). One NaN operand gives that NaN, quieted. ``sqrt`` is the IEEE square root
+  (correctly rounded; -0 gives -0, a negative number ``produced_nan``).
   ``min``/``max`` propagate NaN and order -0 < +0 (IEEE 754-2019 minimum/maximum).
 - Comparisons on floats are ordered: any NaN gives false, except ``ne``.
 - Casts: int->int wraps or extends; int->float and float->float round to nearest
@@ -163,12 +164,20 @@ BINARY = {
 
 
 _PRODUCED_NAN_BITS = {16: 0xFE00, 32: 0xFFC00000, 64: 0xFFF8000000000000}
+_QUIET_BITS = {16: 0x0200, 32: 0x00400000, 64: 0x0008000000000000}
 
 
 def produced_nan(t: ScalarType) -> np.ndarray:
     """The NaN of float dtype ``t`` that an op produces from non-NaN operands."""
     bits = _PRODUCED_NAN_BITS[t.bits]
     return np.asarray(bits, dtype=np.dtype(f"u{t.bits // 8}")).view(t.np_dtype)
+
+
+def quieted(a, t: ScalarType) -> np.ndarray:
+    """``a`` (floats of dtype ``t``) with the quiet bit set: a NaN operand's result."""
+    u = np.dtype(f"u{t.bits // 8}")
+    return (np.asarray(a, t.np_dtype).view(u) | np.asarray(_QUIET_BITS[t.bits], u)).view(
+        t.np_dtype)
 
 
 def binary(name: str, a, b, t: ScalarType):
@@ -207,7 +216,17 @@ def _not(a, t):
     return np.invert(a)
 
 
-UNARY = {"neg": _neg, "abs": _abs, "not": _not}
+def _sqrt(a, t):
+    """IEEE square root, correctly rounded (numpy's f16 root is the f32 one rounded once,
+    exact since 24 >= 2*11+2); -0 gives -0; a negative number gives ``produced_nan``; a
+    NaN gives that NaN, quieted."""
+    r = np.sqrt(a)
+    nan = np.isnan(a)
+    r = np.where(~nan & (a < 0), produced_nan(t), r)
+    return np.where(nan, quieted(a, t), r).astype(t.np_dtype)
+
+
+UNARY = {"neg": _neg, "abs": _abs, "not": _not, "sqrt": _sqrt}
 
 
 def unary(name: str, a, t: ScalarType):

@@ -59,7 +59,7 @@ def _ops_of(t):
     if t == "bool":
         return ["and", "or", "xor"], ["not"]
     if t in FLOATS:
-        return ["add", "sub", "mul", "div", "rem", "min", "max"], ["neg", "abs"]
+        return ["add", "sub", "mul", "div", "rem", "min", "max"], ["neg", "abs", "sqrt"]
     return (["add", "sub", "mul", "div", "rem", "min", "max", "and", "or", "xor", "shl",
              "shr"], ["neg", "abs", "not"])
 

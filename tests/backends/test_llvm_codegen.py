@@ -70,7 +70,7 @@ def ops_for(t):
     if t is bool_:
         return ["and", "or", "xor"], ["not"]
     if t.is_float:
-        return BINARY[:7], ["neg", "abs"]
+        return BINARY[:7], ["neg", "abs", "sqrt"]
     return BINARY, ["neg", "abs", "not"]
 
 

@@ -184,3 +184,71 @@ def test_eager_scalars_and_special_values():
     assert I.rint(np.float32(2.5)) == 2.0 and I.rint(np.float32(-3.5)) == -4.0
     for fn in ("sqrt", "rsqrt", "log", "log2"):
         assert getattr(I, fn)(np.float32(-1.0)).view(np.uint32) == 0x7FC00000
+
+
+def test_sqrt_is_the_ieee_operation():
+    """``I.sqrt`` expands to the basic ``sqrt`` op and a select (no Newton iteration),
+    which PTX spells ``sqrt.rn.f32``."""
+    names = [op.name for op in I.lower(_kernel_module("sqrt"), "cpu").walk()]
+    assert "sqrt" in names
+    assert not {"mul", "div", "add", "sub"} & set(names)
+    ptx = I.emit(_kernel_module("sqrt"), "cuda", kind="ptx")
+    assert re.search(r"\bsqrt\.rn\.f32\b", ptx)
+
+
+SQRT_OP = """func @f(%a: tensor<{t}[N]>, %out: buffer<{t}[N]>) {{
+  %c0 = constant() {{value = 0}} : index
+  %c1 = constant() {{value = 1}} : index
+  %n = dim(%a) {{axis = 0}} : index
+  for(%c0, %n, %c1) ({{
+  ^(%i: index):
+    %x = load(%a, %i) : {t}
+    %r = sqrt(%x) : {t}
+    store(%r, %out, %i)
+    yield()
+  }})
+  return()
+}}"""
+
+
+def test_the_sqrt_op_pins_its_nans():
+    """The op's own results, from numbers written out (not from the interpreter): IEEE
+    roots, -0 kept, the produced NaN (sign set, zero payload) for a negative number, a
+    NaN operand quieted with its payload; the same bits on the interpreter, the CPU and
+    host C."""
+    cases = {0x40800000: 0x40000000, 0x3F800000: 0x3F800000, 0x80000000: 0x80000000,
+             0x00000000: 0x00000000, 0x7F800000: 0x7F800000, 0xBF800000: 0xFFC00000,
+             0xFF800000: 0xFFC00000, 0x80000001: 0xFFC00000, 0x7F800001: 0x7FC00001,
+             0xFFA00005: 0xFFE00005, 0x7FC00000: 0x7FC00000, 0x00000001: 0x1A3504F3}
+    a = np.array(list(cases), dtype=np.uint32).view(np.float32)
+    want = np.array(list(cases.values()), dtype=np.uint32)
+    module = I.parse(SQRT_OP.format(t="f32"))
+    for run in (lambda o: I.interpret(module, a, o),
+                lambda o: I.compile(module, target="cpu")(a, o),
+                lambda o: HostKernel(I.lower(module, "cuda"))(a, o)):
+        out = np.zeros_like(a)
+        run(out)
+        assert np.array_equal(out.view(np.uint32), want)
+
+
+@pytest.mark.parametrize("t", ["f16", "f64"])
+def test_the_sqrt_op_on_f16_and_f64(t):
+    dtype = np.float16 if t == "f16" else np.float64
+    a = np.array([4.0, 2.0, -0.0, -2.0, np.inf, np.nan, 1e-7, 65504.0], dtype=dtype)
+    module = I.parse(SQRT_OP.format(t=t))
+    want = np.zeros_like(a)
+    I.interpret(module, a, want)
+    with np.errstate(invalid="ignore"):
+        finite = ~np.isnan(a) & (a >= 0)
+        assert np.array_equal(want[finite], np.sqrt(a[finite]))
+    assert np.isnan(want[~finite]).all()
+    for run in (lambda o: I.compile(module, target="cpu")(a, o),
+                lambda o: HostKernel(I.lower(module, "cuda"))(a, o)):
+        out = np.zeros_like(a)
+        run(out)
+        assert out.tobytes() == want.tobytes()
+
+
+def test_the_sqrt_op_takes_only_floats():
+    with pytest.raises(I.VerifyError, match="float"):
+        I.parse(SQRT_OP.format(t="i32"))

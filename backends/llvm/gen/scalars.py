@@ -222,7 +222,15 @@ def _not(b, t, x):
     return b.xor(x, ir.Constant(x.type, -1 if t is not bool_ else 1))
 
 
-UNARY = {"neg": _neg, "abs": _abs, "not": _not}
+def _sqrt(b, t, x):
+    """``llvm.sqrt`` (x86 ``sqrtss``/``sqrtps``: correctly rounded, a NaN operand comes
+    back quieted); a negative operand's NaN is selected, not left to the instruction."""
+    r = intrinsic(b, f"llvm.sqrt.{_fsuffix(x.type)}", x.type, [x])
+    negative = b.fcmp_ordered("<", x, ir.Constant(x.type, 0.0))
+    return b.select(negative, _bits_constant(t, semantics.produced_nan(t)), r)
+
+
+UNARY = {"neg": _neg, "abs": _abs, "not": _not, "sqrt": _sqrt}
 
 _FCMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
