@@ -7,7 +7,8 @@ it as it reads a user's module: the frontend, the verifier, the printer and the 
 (round trip) and every backend see the program.
 
 Covered: every dtype (f16, bf16 through casts, f32, f64, signed and unsigned ints, bool,
-index arithmetic), casts and bitcasts, select, minimum, maximum, abs, every operator,
+index arithmetic), casts and bitcasts, select, minimum, maximum, abs, ``I.sqrt`` and
+``I.rsqrt`` (f16, f32), every operator,
 sequential and parallel loops with start and step, loop-carried values, ``if`` with merged
 names, ``assert``, views with offsets, strides, rows and columns, whole-tensor elementwise
 expressions and copies, reductions of every kind in every order (seq, tree, chunk<K>,
@@ -32,6 +33,7 @@ EXCLUDED = {
 }
 
 FLOATS = ("f16", "f32", "f64")
+ROOTS = ("f16", "f32")                 # the dtypes of the math functions (I.sqrt, I.rsqrt)
 SINTS = ("i8", "i16", "i32", "i64")
 UINTS = ("u8", "u16", "u32", "u64")
 INTS = SINTS + UINTS
@@ -220,7 +222,9 @@ class _Gen:
             return f"{fn}({a}, {self.expr(t, env, depth - 1)})"
         if k < 0.42:
             return f"I.abs({a})"
-        if k < 0.46:
+        if k < 0.46 and t in ROOTS:
+            return f"I.{r.choice(['sqrt', 'rsqrt'])}({a})"
+        if k < 0.5:
             return f"(-{a})"
         ops = ["+", "-", "*"]
         if t in FLOATS:
@@ -438,6 +442,8 @@ class _Gen:
         k = r.random()
         if k < 0.15:
             return f"I.abs({a})"
+        if k < 0.25 and t in ROOTS:
+            return f"I.{r.choice(['sqrt', 'rsqrt'])}({a})"
         if k < 0.3:
             return f"{r.choice(['I.minimum', 'I.maximum'])}({a}, {self.tensor_expr(t, shape, uses, depth - 1)})"
         if k < 0.4:
