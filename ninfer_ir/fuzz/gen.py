@@ -8,7 +8,8 @@ it as it reads a user's module: the frontend, the verifier, the printer and the 
 
 Covered: every dtype (f16, bf16 through casts, f32, f64, signed and unsigned ints, bool,
 index arithmetic), casts and bitcasts, select, minimum, maximum, abs, ``I.sqrt`` and
-``I.rsqrt`` (f16, f32), every operator,
+``I.rsqrt``, ``I.exp``, ``I.sin``, ``I.cos`` (f16, f32; ``sin`` and ``cos`` hold the
+likely ``if`` that the CPU decides per block), every operator,
 sequential and parallel loops with start and step, loop-carried values, ``if`` with merged
 names, ``assert``, views with offsets, strides, rows and columns, whole-tensor elementwise
 expressions and copies, reductions of every kind in every order (seq, tree, chunk<K>,
@@ -33,7 +34,8 @@ EXCLUDED = {
 }
 
 FLOATS = ("f16", "f32", "f64")
-ROOTS = ("f16", "f32")                 # the dtypes of the math functions (I.sqrt, I.rsqrt)
+MATH = ("f16", "f32")                  # the dtypes of the math functions
+MATH_FNS = ("sqrt", "rsqrt", "exp", "sin", "cos")
 SINTS = ("i8", "i16", "i32", "i64")
 UINTS = ("u8", "u16", "u32", "u64")
 INTS = SINTS + UINTS
@@ -222,9 +224,9 @@ class _Gen:
             return f"{fn}({a}, {self.expr(t, env, depth - 1)})"
         if k < 0.42:
             return f"I.abs({a})"
-        if k < 0.46 and t in ROOTS:
-            return f"I.{r.choice(['sqrt', 'rsqrt'])}({a})"
-        if k < 0.5:
+        if k < 0.5 and t in MATH:
+            return f"I.{r.choice(MATH_FNS)}({a})"
+        if k < 0.54:
             return f"(-{a})"
         ops = ["+", "-", "*"]
         if t in FLOATS:
@@ -442,11 +444,11 @@ class _Gen:
         k = r.random()
         if k < 0.15:
             return f"I.abs({a})"
-        if k < 0.25 and t in ROOTS:
-            return f"I.{r.choice(['sqrt', 'rsqrt'])}({a})"
-        if k < 0.3:
+        if k < 0.3 and t in MATH:
+            return f"I.{r.choice(MATH_FNS)}({a})"
+        if k < 0.38:
             return f"{r.choice(['I.minimum', 'I.maximum'])}({a}, {self.tensor_expr(t, shape, uses, depth - 1)})"
-        if k < 0.4:
+        if k < 0.45:
             return f"(-{a})"
         ops = ["+", "-", "*", "%"] + (["/"] if t in FLOATS else ["&", "|", "^", "//"])
         b = self.const(t) if r.random() < 0.4 else self.tensor_expr(t, shape, uses, depth - 1)
