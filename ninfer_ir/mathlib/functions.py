@@ -11,7 +11,8 @@ search and are listed with their results (``_fix``). ``exp``, ``exp2`` and ``tan
 share one rational fit of tanh on a reduced argument (``_tanh_small``). ``erf`` evaluates a double-double
 ``hi + lo`` and rounds it once (``round_dd``). ``sqrt`` is the IEEE root (the basic
 ``sqrt`` op); ``rsqrt`` rounds an f64 approximation (the f32 ``1/sqrt`` and one Newton
-step) and corrects it with one exact test at the f32 midpoint on its side. The
+step) and, where that approximation is too close to an f32 midpoint to decide (a
+``branch``: rarely), corrects it with one exact test at the midpoint on its side. The
 rounding-mode tricks (``floor`` … ``rint``) are exact in f32.
 """
 from __future__ import annotations
@@ -142,11 +143,20 @@ def _rsqrt64(x, xd):
     return y * (1.5 - (xd * 0.5) * y * y)
 
 
+_WIDE = 2.0 ** -44          # beyond _rsqrt64's error bound, with the products' rounding
+
+
 def rsqrt(x):
     xd = x.cast(f64)
-    # 1/sqrt(x) > m exactly when m*m*x < 1 (never equal: no tie); for x = 0 or +inf the
-    # guess is inf or 0 and the selects below give the result
-    r = _rounded(_rsqrt64(x, xd), lambda m, up: _above_one(m, xd).ne(up))
+    y = _rsqrt64(x, xd)
+    # The exact value lies strictly between lo = y (1 - 2^-44) and hi = y (1 + 2^-44),
+    # each rounded once in f64 (2^-45.3 error, 2^-53 rounding): where both round to the
+    # same f32 so does it (rounding is monotonic), and that is almost every x. Elsewhere
+    # the exact test at the midpoint: 1/sqrt(x) > m exactly when m*m*x < 1 (never equal:
+    # no tie). For x = 0, +inf, x < 0 or NaN the selects below give the result.
+    lo, hi = (y * (1.0 - _WIDE)).cast(f32), (y * (1.0 + _WIDE)).cast(f32)
+    (r,) = branch(lo.eq(hi), lambda: (lo,),
+                  lambda: (_rounded(y, lambda m, up: _above_one(m, xd).ne(up)),))
     r = select(x.eq(0.0), copysign(bits_const(x.c, INF, f32), x), r)
     r = select(x.eq(float("inf")), x.c.const(0.0, f32), r)
     return select(x.ge(0.0), r, bits_const(x.c, QNAN, f32))      # x < 0 or NaN

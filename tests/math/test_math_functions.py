@@ -252,3 +252,13 @@ def test_the_sqrt_op_on_f16_and_f64(t):
 def test_the_sqrt_op_takes_only_floats():
     with pytest.raises(I.VerifyError, match="float"):
         I.parse(SQRT_OP.format(t="i32"))
+
+
+def test_rsqrt_near_a_midpoint_takes_the_exact_test(monkeypatch):
+    """The inputs whose 1/sqrt lies near an f32 midpoint are rounded right (against the
+    mpmath-backed reference), and only through the exact test: rounding the f64
+    approximation instead gets some of them wrong."""
+    x = np.array(HARD["rsqrt"], dtype=np.uint32).view(np.float32)
+    assert not len(check_math.mismatches("rsqrt", x, I.rsqrt(x)))
+    monkeypatch.setattr(mathfns, "_rounded", lambda y, beyond: y.cast(mathfns.f32))
+    assert len(check_math.mismatches("rsqrt", x, I.rsqrt(x)))
