@@ -7,8 +7,9 @@ print must also be a fixed point), and optionally the lower CPU ISA levels.
 
 Results are compared bit for bit: every output buffer and returned value, except that a
 NaN matches any NaN (the documented payload corner, docs/backends.md). A run that raises
-must raise the same ``NinferError`` subclass everywhere (messages are not compared: see
-``gen.EXCLUDED``); any other exception is a failure by itself.
+must raise the same ``NinferError`` subclass with the same message everywhere (the
+interpreter's: which check failed, at which index, on which record); any other
+exception is a failure by itself.
 """
 from __future__ import annotations
 
@@ -169,6 +170,9 @@ def compare(program, kernel, args: list, variants=VARIANTS, cache_dir=None,
             if type(got) is not type(ref):
                 return Result("failed", f"{name}: {_describe(got)}; interpreter: {_describe(ref)}",
                               f"errtype:{name}:{type(got).__name__}")
+            if str(got) != str(ref):
+                return Result("failed", f"{name}: {_describe(got)}; interpreter: {_describe(ref)}",
+                              f"errmsg:{name}")
             continue
         rdt = dtypes + [None] * (len(ref) - len(dtypes))
         for k, (a, b) in enumerate(zip(ref, got)):
