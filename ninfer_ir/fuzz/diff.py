@@ -105,11 +105,44 @@ class SlowBuild(Exception):
     """A variant whose build (lowering, compiling) took longer than ``SLOW_BUILD``."""
 
 
+def _root(a: np.ndarray) -> np.ndarray:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
+def copy_arguments(args: list) -> list:
+    """Fresh copies of the array arguments, sharing memory where the originals do: views
+    of one array become the same views of one copy of it (a buffer passed as a tensor too
+    stays one array); everything else is copied on its own."""
+    roots, out = {}, []
+    for a in args:
+        if not isinstance(a, np.ndarray):
+            out.append(a)
+            continue
+        shared = any(b is not a and isinstance(b, np.ndarray) and np.shares_memory(a, b)
+                     for b in args)
+        if not shared:
+            out.append(a.copy())
+            continue
+        root = _root(a)
+        if not (root.flags.c_contiguous or root.flags.f_contiguous):
+            out.append(a.copy())            # not reproduced: no argument comes this way
+            continue
+        copy = roots.get(id(root))
+        if copy is None:
+            copy = roots[id(root)] = root.copy(order="A")
+        offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+        out.append(np.ndarray(a.shape, a.dtype, buffer=copy, offset=offset,
+                              strides=a.strides))
+    return out
+
+
 def _call(run, args):
     """(\"ok\", outputs) or (\"error\", exception)."""
     if isinstance(run, BaseException):
         return "error", run
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    copies = copy_arguments(args)
     try:
         ret = run(*copies)
     except Exception as e:

@@ -96,7 +96,30 @@ def make_arguments(program, kernel, seed: int) -> dict:
         elif p.fill == "random" and rng.random() < 0.4:          # a scalar
             a = _specials(rng, np.array([a]), p.dtype)[0]
         out[p.name] = a
+    _alias(np.random.default_rng([seed, 1]), params, out)
     return out
+
+
+ALIAS_RATE = 0.25       # programs whose arguments pass one buffer as a tensor as well
+
+
+def _alias(rng, params, out) -> None:
+    """Sometimes pass a buffer argument as a tensor argument of the same dtype and shape
+    too (the same array, or its reverse when 1-D): a tensor that shares memory with a
+    buffer is the call's snapshot of it on every backend (docs/backends.md), so the
+    results must still be the interpreter's."""
+    if rng.random() >= ALIAS_RATE:
+        return
+    pairs = [(t, b) for t in params for b in params
+             if t.shape is not None and b.shape is not None and not t.buffer and b.buffer
+             and t.dtype == b.dtype and t.fill == b.fill == "random"
+             and isinstance(out[t.name], np.ndarray)
+             and np.shape(out[t.name]) == np.shape(out[b.name])]
+    if not pairs:
+        return
+    t, b = pairs[rng.integers(len(pairs))]
+    a = out[b.name]
+    out[t.name] = a[::-1] if a.ndim == 1 and rng.random() < 0.5 else a
 
 
 def _array_like(rng, p, zeros: np.ndarray) -> np.ndarray:

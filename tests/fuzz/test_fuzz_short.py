@@ -140,3 +140,26 @@ def test_constructs_whose_defects_were_fixed_are_generated():
     assert any("I.decode(" in t and "I.quantize(" in t for t in texts)
     assert any(re.search(r"(I\.cast\(x\d+, I\.\w+\)).*\1", t) for t in texts)
     assert gen.EXCLUDED == {}                  # bounds messages: compared since
+
+
+def test_copies_of_arguments_keep_their_sharing():
+    x = np.arange(10, dtype=np.float32)
+    other = np.ones(3)
+    a, r, k, o = diff.copy_arguments([x, x[::-1], 3, other])
+    assert np.shares_memory(a, r) and not np.shares_memory(a, x)
+    assert not np.shares_memory(o, other) and k == 3
+    a[0] = 100
+    assert r[-1] == 100 and x[0] == 0
+
+
+def test_some_programs_pass_a_buffer_as_a_tensor_too(tmp_path):
+    from ninfer_ir.fuzz.inputs import make_arguments
+    shared = 0
+    for seed in range(60):
+        program = gen.generate(seed)
+        kernel = diff.load_kernel(program.source(), str(tmp_path))
+        arrays = [a for a in make_arguments(program, kernel, seed).values()
+                  if isinstance(a, np.ndarray)]
+        shared += any(np.shares_memory(a, b) for i, a in enumerate(arrays)
+                      for b in arrays[i + 1:])
+    assert 0 < shared < 30
