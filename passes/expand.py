@@ -7,8 +7,8 @@ library's ``expand``; the op's uses then read the expansion's result and the op 
 erased. It runs after ``lower``, where every such op computes one scalar inside its loop,
 so the expansion is scalar code that the later passes fold, share and hoist like any
 other: straight-line, except where an algorithm has a common and a rare case (``sin`` and
-``cos``: the short and the long argument reduction), which is an ``if`` marked ``likely``
-whose arms are pure (docs/ir.md).
+``cos``: the short and the long argument reduction; ``rsqrt``: the exact midpoint test),
+which is an ``if`` marked ``likely`` whose arms are pure (docs/ir.md).
 """
 from __future__ import annotations
 

@@ -314,7 +314,7 @@ class Library:
         """The helper computing ``name`` on two values of ``t``; returns its name."""
         tag = f"nq_{name}_{c_name(t)}"
         if t is f16:
-            return self._via_f32(tag, name, t)
+            return self._via_f32(tag, self.binary(name, f32), 2)
         if t.is_float:
             return self._float_binary(tag, name, t)
         return self._int_binary(tag, name, t)
@@ -325,38 +325,38 @@ class Library:
         operand and the quieted NaN operand are selected around it (CUDA's differ)."""
         tag = f"nq_sqrt_{c_name(t)}"
         if t is f16:
-            inner = self.sqrt(f32)
-            self.f16_to_f32()
-            self.f32_to_f16()
-            return self.define(tag, "$FN nq_f16 $NAME(nq_f16 a) {\n"
-                                    "    return nq_f32_to_f16($F(nq_f16_to_f32(a)));\n}\n",
-                               F=inner)
+            return self._via_f32(tag, self.sqrt(f32), 1)
         w = t.bits
-        if w == 64:
-            self.bits64()
-        bits, from_bits = ("nq_bits", "nq_from_bits") if w == 32 else ("nq_bits64",
-                                                                     "nq_from_bits64")
+        bits, from_bits = self._bit_casts(w)
         return self.define(tag, "$FN $T $NAME($T a) {\n"
                                 "    if (a != a) return $FROM($BITS(a) | $QUIET);\n"
                                 "    return a < 0 ? $FROM($NAN) : $P;\n}\n",
                            T=c_type(t), P=self.prim(f"fsqrt{w}", "a"), BITS=bits,
                            FROM=from_bits, QUIET=_QUIET_BIT[w], NAN=_PRODUCED_NAN[w])
 
-    def _via_f32(self, tag, name, t):
-        inner = self.binary(name, f32)
+    def _via_f32(self, tag, inner, arity: int):
+        """The f16 helper ``tag`` of the f32 helper ``inner`` on ``arity`` operands: each
+        widened, the f32 result rounded once."""
         self.f16_to_f32()
         self.f32_to_f16()
-        return self.define(tag, "$FN nq_f16 $NAME(nq_f16 a, nq_f16 b) {\n"
-                                "    return nq_f32_to_f16($F(nq_f16_to_f32(a), nq_f16_to_f32(b)));\n}\n",
-                           F=inner)
+        names = "ab"[:arity]
+        return self.define(tag, "$FN nq_f16 $NAME($PARAMS) {\n"
+                                "    return nq_f32_to_f16($F($ARGS));\n}\n",
+                           F=inner, PARAMS=", ".join(f"nq_f16 {n}" for n in names),
+                           ARGS=", ".join(f"nq_f16_to_f32({n})" for n in names))
+
+    def _bit_casts(self, w: int) -> tuple[str, str]:
+        """The helpers between a float of ``w`` bits and its word (defining the 64-bit
+        ones where needed)."""
+        if w == 64:
+            self.bits64()
+            return "nq_bits64", "nq_from_bits64"
+        return "nq_bits", "nq_from_bits"
 
     def _float_binary(self, tag, name, t):
         w = t.bits
         T = c_type(t)
-        if w == 64:
-            self.bits64()
-        bits = "nq_bits" if w == 32 else "nq_bits64"
-        from_bits = "nq_from_bits" if w == 32 else "nq_from_bits64"
+        bits, from_bits = self._bit_casts(w)
         if name in ("add", "sub", "mul", "div"):   # a produced NaN is pinned (CUDA's differs)
             return self.define(tag, "$FN $T $NAME($T a, $T b) {\n    const $T r = $P;\n"
                                     "    return (r != r && a == a && b == b) ? $FROM($NAN) : r;\n}\n",
@@ -382,7 +382,7 @@ class Library:
         mant = 23 if w == 32 else 52
         emask = "0xffu" if w == 32 else "0x7ffu"
         one = "1u" if w == 32 else "1ull"
-        bits, from_bits = ("nq_bits", "nq_from_bits") if w == 32 else ("nq_bits64", "nq_from_bits64")
+        bits, from_bits = self._bit_casts(w)
         return self.define(tag, """$FN $T $NAME($T x, $T y) {
     $U ux = $BITS(x), uy = $BITS(y), sx = ux & ($ONE << $TOPBIT);
     int ex = (int)((ux >> $MANT) & $EMASK), ey = (int)((uy >> $MANT) & $EMASK);
